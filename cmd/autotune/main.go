@@ -1,0 +1,83 @@
+// Command autotune finds, for each local GPU, weight format and matrix
+// shape, the fastest correct GEMV kernel variant and stores it in the cache
+// that engines read at start-up. See README.md and docs/.
+//
+// Exit codes: 0 ok, 1 failure, 2 usage.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+)
+
+// command is one subcommand; each lives in its own file and registers
+// itself in init.
+type command struct {
+	name  string
+	short string                                         // one line for the help listing
+	run   func(ctx context.Context, args []string) error // args after the name
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// errUsage marks an error as a usage error (exit 2).
+type usageError struct{ err error }
+
+func (u usageError) Error() string { return u.err.Error() }
+func (u usageError) Unwrap() error { return u.err }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := dispatch(ctx, os.Args[1:])
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "autotune:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+func dispatch(ctx context.Context, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "help", "-h", "-help", "--help":
+			printHelp()
+			return nil
+		}
+		if c, ok := commands[args[0]]; ok {
+			return c.run(ctx, args[1:])
+		}
+	}
+	tune, ok := commands["tune"]
+	if !ok {
+		return errors.New("tuning is not built into this binary")
+	}
+	return tune.run(ctx, args)
+}
+
+func printHelp() {
+	fmt.Println("usage: autotune [--arch sm_XY|auto] [--model NAME | --shapes RxC,... | --gguf FILE] [flags]")
+	fmt.Println("       autotune <command> [flags]   (autotune <command> --help)")
+	fmt.Println()
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Printf("  %-8s %s\n", n, commands[n].short)
+	}
+	fmt.Println()
+	fmt.Println("exit codes: 0 ok, 1 failure, 2 usage")
+}

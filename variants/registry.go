@@ -1,0 +1,57 @@
+package variants
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FormatNames lists the formats in the order of design.md §3.
+var FormatNames = []string{"q4_0", "q8_0", "q4_K", "affine4", "bf16"}
+
+var (
+	formats  = map[string]Format{}
+	families = map[string]Family{}
+)
+
+// registerFormat and registerFamily are called from init functions of the
+// format and family files.
+func registerFormat(f Format) { formats[f.Name()] = f }
+func registerFamily(f Family) { families[f.Format().Name()] = f }
+
+// FormatOf returns the format called name ("q4_0", "q8_0", "q4_K", "affine4", "bf16").
+func FormatOf(name string) (Format, error) {
+	if f, ok := formats[name]; ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("%w %q: accepted: %s", ErrUnknownFormat, name, strings.Join(FormatNames, ", "))
+}
+
+// FamilyOf returns the kernel family of the format called name.
+func FamilyOf(name string) (Family, error) {
+	if f, ok := families[name]; ok {
+		return f, nil
+	}
+	return nil, fmt.Errorf("%w %q: accepted: %s", ErrUnknownFormat, name, strings.Join(FormatNames, ", "))
+}
+
+// Formats returns every registered format in FormatNames order.
+func Formats() []Format {
+	var out []Format
+	for _, n := range FormatNames {
+		if f, ok := formats[n]; ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Families returns every registered family in FormatNames order.
+func Families() []Family {
+	var out []Family
+	for _, n := range FormatNames {
+		if f, ok := families[n]; ok {
+			out = append(out, f)
+		}
+	}
+	return out
+}
