@@ -1,0 +1,280 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// FileVersion is the layout version of the bbolt file (bucket _meta, key
+// "layout"). A file of another version is refused with ErrVersion.
+const FileVersion = 1
+
+// DefaultTimeout is how long Open and each operation wait for a lock when
+// Options.Timeout is 0.
+const DefaultTimeout = 2 * time.Second
+
+// Bucket names at the top level; arch buckets ("sm_90") never start with '_'.
+var (
+	bucketMeta  = []byte("_meta")
+	bucketCubin = []byte("_cubins")
+	bucketRefs  = []byte("_cubinrefs")
+	bucketIndex = []byte("_index")
+	keyLayout   = []byte("layout")
+)
+
+// Options configures Open. A nil *Options means the zero value.
+type Options struct {
+	// ReadOnly opens an existing cache for reading: no lock file is taken,
+	// Open returns ErrNotExist for a missing file, and Put, Delete and
+	// Import return ErrReadOnly. False opens it for writing, creating the
+	// file (and its folder, with a README.txt) if needed.
+	ReadOnly bool
+
+	// Timeout bounds every wait for a lock: a writer's lock file at Open,
+	// and the bbolt file's lock during each operation (readers wait for a
+	// write transaction, writers for readers). 0 means DefaultTimeout; a
+	// negative value means try once. It never waits forever.
+	Timeout time.Duration
+}
+
+// DB is an open cache. Its methods are safe for concurrent use.
+type DB struct {
+	path     string
+	readOnly bool
+	timeout  time.Duration
+
+	mu     sync.Mutex // one bbolt handle of this DB at a time
+	lock   *os.File   // a writer's PATH.lock, held until Close
+	closed atomic.Bool
+}
+
+// Open opens the cache file at path (see Options). A writer first takes
+// PATH.lock; if another process holds it past Options.Timeout, Open
+// returns an error matching ErrLocked: "cache PATH is locked by another
+// autotune (pid N)". A file that is not a readable gemvtune cache gives
+// ErrCorrupt (never a panic), one of another layout ErrVersion.
+func Open(path string, opts *Options) (*DB, error) {
+	if path == "" {
+		return nil, errors.New("cache: empty path")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	db := &DB{path: path, readOnly: o.ReadOnly, timeout: o.Timeout}
+	if db.timeout == 0 {
+		db.timeout = DefaultTimeout
+	}
+	if o.ReadOnly {
+		fi, err := os.Stat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("cache %s: %w", path, ErrNotExist)
+		case err != nil:
+			return nil, fmt.Errorf("cache %s: %w", path, err)
+		case fi.IsDir():
+			return nil, fmt.Errorf("cache %s: %w: it is a folder", path, ErrCorrupt)
+		}
+		if err := db.view(db.checkMeta); err != nil {
+			return nil, err
+		}
+		return db, nil
+	}
+	if err := ensureDir(path); err != nil {
+		return nil, err
+	}
+	if err := db.acquire(); err != nil {
+		return nil, err
+	}
+	if err := db.update(db.initMeta); err != nil {
+		db.release()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Path returns the cache file's path.
+func (db *DB) Path() string { return db.path }
+
+// ReadOnly reports whether db was opened read-only.
+func (db *DB) ReadOnly() bool { return db.readOnly }
+
+// Close releases a writer's lock. Closing twice is not an error.
+func (db *DB) Close() error {
+	if db.closed.Swap(true) {
+		return nil
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.release()
+}
+
+func (db *DB) release() error {
+	if db.lock == nil {
+		return nil
+	}
+	err := unlock(db.lock)
+	if cerr := db.lock.Close(); err == nil {
+		err = cerr
+	}
+	db.lock = nil
+	return err
+}
+
+// lockedError is the message a second writer gets; it matches ErrLocked.
+type lockedError struct{ path, pid string }
+
+func (e *lockedError) Error() string {
+	return fmt.Sprintf("cache %s is locked by another autotune (pid %s)", e.path, e.pid)
+}
+func (e *lockedError) Unwrap() error { return ErrLocked }
+
+// acquire takes PATH.lock and writes this process's pid into it. The file is
+// never removed: removing it could let two writers lock two different files.
+func (db *DB) acquire() error {
+	lp := db.path + ".lock"
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("cache lock: %w", err)
+	}
+	deadline := time.Now().Add(db.timeout)
+	for {
+		busy, err := tryLock(f)
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("cache lock %s: %w", lp, err)
+		}
+		if !busy {
+			break
+		}
+		if !time.Now().Before(deadline) {
+			pid := readPID(f)
+			f.Close()
+			return &lockedError{path: db.path, pid: pid}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	db.lock = f
+	return nil
+}
+
+func readPID(f *os.File) string {
+	b := make([]byte, 32)
+	n, _ := f.ReadAt(b, 0)
+	pid := strings.TrimSpace(string(b[:n]))
+	if _, err := strconv.Atoi(pid); err != nil {
+		return "unknown"
+	}
+	return pid
+}
+
+func (db *DB) view(fn func(*bolt.Tx) error) error { return db.run(false, fn) }
+
+func (db *DB) update(fn func(*bolt.Tx) error) error {
+	if db.readOnly {
+		return fmt.Errorf("cache %s: %w", db.path, ErrReadOnly)
+	}
+	return db.run(true, fn)
+}
+
+// run opens the bbolt file for one transaction. A reader sees an empty
+// (zero-length) file as an empty cache and does not call fn. Panics and
+// memory faults inside bbolt (corrupt pages) become ErrCorrupt.
+func (db *DB) run(write bool, fn func(*bolt.Tx) error) (err error) {
+	if db.closed.Load() {
+		return fmt.Errorf("cache %s: %w", db.path, ErrClosed)
+	}
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if !write {
+		fi, err := os.Stat(db.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("cache %s: %w", db.path, ErrNotExist)
+		}
+		if err == nil && fi.Size() == 0 {
+			return nil
+		}
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("cache %s: %w: bbolt: %v (delete the file and re-run autotune)", db.path, ErrCorrupt, r)
+		}
+	}()
+	t := db.timeout
+	if t < 0 {
+		t = time.Nanosecond
+	}
+	bdb, err := bolt.Open(db.path, 0o644, &bolt.Options{ReadOnly: !write, Timeout: t})
+	if err != nil {
+		return db.openError(err)
+	}
+	defer bdb.Close()
+	if write {
+		return bdb.Update(fn)
+	}
+	return bdb.View(fn)
+}
+
+func (db *DB) openError(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("cache %s: %w", db.path, ErrNotExist)
+	case errors.Is(err, bolt.ErrTimeout):
+		return fmt.Errorf("cache %s: %w: another process held it for more than %v", db.path, ErrLocked, db.timeout)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("cache %s: %w", db.path, err)
+	}
+	return fmt.Errorf("cache %s: %w: %v (delete the file and re-run autotune)", db.path, ErrCorrupt, err)
+}
+
+// checkMeta accepts a gemvtune cache of FileVersion or a bbolt file with no
+// buckets at all (an empty cache).
+func (db *DB) checkMeta(tx *bolt.Tx) error {
+	m := tx.Bucket(bucketMeta)
+	if m == nil {
+		if k, _ := tx.Cursor().First(); k != nil {
+			return fmt.Errorf("cache %s: %w: a bbolt file without gemvtune's _meta bucket", db.path, ErrCorrupt)
+		}
+		return nil
+	}
+	if v := m.Get(keyLayout); string(v) != strconv.Itoa(FileVersion) {
+		return fmt.Errorf("cache %s: %w: layout %q, this autotune reads %d", db.path, ErrVersion, v, FileVersion)
+	}
+	return nil
+}
+
+// initMeta creates the top-level buckets of a new cache.
+func (db *DB) initMeta(tx *bolt.Tx) error {
+	if err := db.checkMeta(tx); err != nil {
+		return err
+	}
+	if tx.Bucket(bucketMeta) == nil {
+		m, err := tx.CreateBucket(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if err := m.Put(keyLayout, []byte(strconv.Itoa(FileVersion))); err != nil {
+			return err
+		}
+	}
+	for _, b := range [][]byte{bucketCubin, bucketRefs, bucketIndex} {
+		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+			return fmt.Errorf("cache %s: %w", db.path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,199 @@
+package cache
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gemvtune/gemvtune/space"
+)
+
+// SchemaVersion is the version of the Record encoding this package writes.
+// A stored record with another schema is stale.
+const SchemaVersion = 1
+
+// ToolVersion is the version of gemvtune that writes records. A record
+// written by another version is stale (re-tuned by autotune, skipped by
+// lookups).
+const ToolVersion = "0.1.0"
+
+// Classes of a winner (variants.Exact and variants.Tolerance).
+const (
+	ClassExact     = "exact"
+	ClassTolerance = "tolerance"
+)
+
+// Record is the tuner's decision for one (arch, format, shape). Figures
+// that were not measured are 0; Put stores NaN and ±Inf as 0 too.
+type Record struct {
+	Schema int `json:"schema"` // SchemaVersion when written
+	Key
+
+	WinnerID string       `json:"winner"`   // canonical ID or "v1"
+	Params   space.Params `json:"params"`   // the winner's knobs
+	Class    string       `json:"class"`    // "exact" or "tolerance"
+	Layout   int          `json:"layout"`   // weight layout the engine must use (= Params.L)
+	Decision string       `json:"decision"` // e.g. "kept v1: +1.2 % not significant (p=0.41)"
+
+	MedianUS      float64 `json:"median_us"`       // winner's median time per launch
+	LoUS          float64 `json:"lo_us"`           // confidence interval of the median
+	HiUS          float64 `json:"hi_us"`           //
+	GBs           float64 `json:"gbs"`             // effective GB/s (weights incl. scales / time)
+	PctCeiling    float64 `json:"pct_ceiling"`     // 100 × GBs / CeilingGBs
+	CeilingGBs    float64 `json:"ceiling_gbs"`     // streaming-read ceiling measured in the same run
+	StockMedianUS float64 `json:"stock_median_us"` // stock's median
+	StockGBs      float64 `json:"stock_gbs"`       // stock's GB/s
+	Speedup       float64 `json:"speedup"`         // stock median / winner median (1 when stock kept)
+	P             float64 `json:"p"`               // Mann–Whitney U p-value, winner vs stock
+	Samples       int     `json:"samples"`         // timed batches of the winner
+	Registers     int     `json:"registers"`       // registers per thread of the winner
+	BlocksPerSM   int     `json:"blocks_per_sm"`   // resident blocks per SM (occupancy)
+
+	GPUName     string    `json:"gpu_name"`
+	GPUUUID     string    `json:"gpu_uuid"`
+	Driver      string    `json:"driver"`
+	NVRTC       string    `json:"nvrtc"`
+	SourceHash  string    `json:"source_hash"`  // variants.Family.SourceHash() when tuned
+	ToolVersion string    `json:"tool_version"` // ToolVersion when tuned
+	Time        time.Time `json:"time"`
+	Throttled   bool      `json:"throttled"`
+	ClockNotes  string    `json:"clock_notes,omitempty"` // NVML clocks/reasons before and after
+	CubinHash   string    `json:"cubin_sha256,omitempty"`
+
+	Candidates []Candidate `json:"candidates,omitempty"` // every candidate measured or excluded
+}
+
+// Candidate summarises one variant tried for a record (what autotune report
+// lists).
+type Candidate struct {
+	ID          string       `json:"id"`
+	Params      space.Params `json:"params"`
+	Class       string       `json:"class"`
+	Status      string       `json:"status"` // "ok", "pruned", "gate", "compile", "mismatch", "fault", "timeout", "dropped"
+	Reason      string       `json:"reason,omitempty"`
+	Registers   int          `json:"registers,omitempty"`
+	BlocksPerSM int          `json:"blocks_per_sm,omitempty"`
+	MedianUS    float64      `json:"median_us,omitempty"`
+	LoUS        float64      `json:"lo_us,omitempty"`
+	HiUS        float64      `json:"hi_us,omitempty"`
+	GBs         float64      `json:"gbs,omitempty"`
+	PctCeiling  float64      `json:"pct_ceiling,omitempty"`
+	Samples     int          `json:"samples,omitempty"`
+}
+
+// Stale reports whether r no longer describes the current kernels: its
+// schema is not SchemaVersion, its source hash is not currentSourceHash, or
+// it was written by another tool version. why says which, in words.
+func (r Record) Stale(currentSourceHash, toolVersion string) (stale bool, why string) {
+	return staleness(r.Schema, r.SourceHash, r.ToolVersion, currentSourceHash, toolVersion)
+}
+
+func staleness(schema int, src, tool, curSrc, curTool string) (bool, string) {
+	switch {
+	case schema != SchemaVersion:
+		return true, fmt.Sprintf("record schema %d, this autotune reads %d", schema, SchemaVersion)
+	case src != curSrc:
+		return true, fmt.Sprintf("kernel source changed since tuning (hash %s, now %s)", short(src), short(curSrc))
+	case tool != curTool:
+		return true, fmt.Sprintf("tuned by autotune %s, this is %s", tool, curTool)
+	}
+	return false, ""
+}
+
+func short(h string) string {
+	if h == "" {
+		return "none"
+	}
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+// Encode returns the record as JSON, after replacing NaN and ±Inf figures
+// by 0 (JSON has no encoding for them).
+func (r Record) Encode() ([]byte, error) {
+	r.sanitize()
+	return json.Marshal(r)
+}
+
+// DecodeRecord reads a record written by Encode. It never panics: garbage
+// gives an error matching ErrBadRecord. A record of another schema decodes
+// leniently (what can be read is kept) and without error; Stale reports it.
+// A record of this schema must validate (see Validate).
+func DecodeRecord(data []byte) (Record, error) {
+	var head struct {
+		Schema *int `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return Record{}, fmt.Errorf("%w: %v", ErrBadRecord, err)
+	}
+	if head.Schema == nil {
+		return Record{}, fmt.Errorf("%w: no \"schema\" field", ErrBadRecord)
+	}
+	var r Record
+	err := json.Unmarshal(data, &r)
+	r.Schema = *head.Schema
+	if r.Schema != SchemaVersion {
+		return r, nil
+	}
+	if err != nil {
+		return Record{}, fmt.Errorf("%w: %v", ErrBadRecord, err)
+	}
+	if err := r.Validate(); err != nil {
+		return Record{}, err
+	}
+	return r, nil
+}
+
+// Validate checks the key, that WinnerID names Params, Layout = Params.L,
+// the class, and that figures are finite and not negative.
+func (r Record) Validate() error {
+	if err := r.Key.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRecord, err)
+	}
+	p, err := space.Parse(r.WinnerID)
+	if err != nil {
+		return fmt.Errorf("%w %s: winner: %w", ErrBadRecord, r.Key, err)
+	}
+	if p != r.Params {
+		return fmt.Errorf("%w %s: winner %s but params %s", ErrBadRecord, r.Key, r.WinnerID, r.Params.ID())
+	}
+	if r.Layout != r.Params.L {
+		return fmt.Errorf("%w %s: layout %d but params %s", ErrBadRecord, r.Key, r.Layout, r.Params.ID())
+	}
+	if r.Class != ClassExact && r.Class != ClassTolerance {
+		return fmt.Errorf("%w %s: class %q: want exact or tolerance", ErrBadRecord, r.Key, r.Class)
+	}
+	for name, v := range map[string]float64{"median_us": r.MedianUS, "gbs": r.GBs, "speedup": r.Speedup, "p": r.P, "pct_ceiling": r.PctCeiling} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("%w %s: %s = %v", ErrBadRecord, r.Key, name, v)
+		}
+	}
+	return nil
+}
+
+// sanitize replaces non-finite figures by 0.
+func (r *Record) sanitize() {
+	for _, f := range []*float64{&r.MedianUS, &r.LoUS, &r.HiUS, &r.GBs, &r.PctCeiling, &r.CeilingGBs, &r.StockMedianUS, &r.StockGBs, &r.Speedup, &r.P} {
+		finite(f)
+	}
+	cs := make([]Candidate, len(r.Candidates))
+	copy(cs, r.Candidates)
+	for i := range cs {
+		c := &cs[i]
+		for _, f := range []*float64{&c.MedianUS, &c.LoUS, &c.HiUS, &c.GBs, &c.PctCeiling} {
+			finite(f)
+		}
+	}
+	if r.Candidates != nil {
+		r.Candidates = cs
+	}
+}
+
+func finite(f *float64) {
+	if math.IsNaN(*f) || math.IsInf(*f, 0) {
+		*f = 0
+	}
+}

@@ -1,0 +1,171 @@
+package cache
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/gemvtune/gemvtune/space"
+)
+
+// Summary is the part of a Record an engine needs at start-up. The cache
+// keeps it in a compact binary form beside the JSON record (bucket _index)
+// so that loading thousands of them takes milliseconds.
+type Summary struct {
+	Key
+	Schema      int
+	Params      space.Params
+	Class       string
+	Decision    string
+	MedianUS    float64
+	GBs         float64
+	PctCeiling  float64
+	Speedup     float64
+	P           float64
+	Throttled   bool
+	Time        time.Time
+	GPUName     string
+	SourceHash  string
+	ToolVersion string
+	CubinHash   string
+}
+
+// Summary returns r's summary.
+func (r Record) Summary() Summary {
+	return Summary{
+		Key: r.Key, Schema: r.Schema, Params: r.Params, Class: r.Class, Decision: r.Decision,
+		MedianUS: r.MedianUS, GBs: r.GBs, PctCeiling: r.PctCeiling, Speedup: r.Speedup, P: r.P,
+		Throttled: r.Throttled, Time: r.Time, GPUName: r.GPUName, SourceHash: r.SourceHash,
+		ToolVersion: r.ToolVersion, CubinHash: r.CubinHash,
+	}
+}
+
+// Stale is Record.Stale for a summary.
+func (s Summary) Stale(currentSourceHash, toolVersion string) (stale bool, why string) {
+	return staleness(s.Schema, s.SourceHash, s.ToolVersion, currentSourceHash, toolVersion)
+}
+
+// summaryVersion is the first byte of an encoded summary.
+const summaryVersion = 1
+
+var errShortSummary = errors.New("summary truncated")
+
+// encodeSummary writes s (without its key, which is the index key).
+func encodeSummary(s Summary) []byte {
+	b := make([]byte, 0, 128+len(s.Decision)+len(s.GPUName)+len(s.SourceHash)+len(s.ToolVersion)+len(s.CubinHash))
+	b = append(b, summaryVersion)
+	b = binary.LittleEndian.AppendUint16(b, uint16(s.Schema))
+	for _, v := range []int{s.Params.R, s.Params.F, s.Params.U, s.Params.S, s.Params.W, s.Params.L} {
+		b = binary.LittleEndian.AppendUint16(b, uint16(v))
+	}
+	var flags byte
+	if s.Class == ClassTolerance {
+		flags |= 1
+	}
+	if s.Throttled {
+		flags |= 2
+	}
+	b = append(b, flags)
+	for _, f := range []float64{s.MedianUS, s.GBs, s.PctCeiling, s.Speedup, s.P} {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	}
+	var t int64
+	if !s.Time.IsZero() {
+		t = s.Time.UnixNano()
+	}
+	b = binary.LittleEndian.AppendUint64(b, uint64(t))
+	for _, str := range []string{s.Decision, s.GPUName, s.SourceHash, s.ToolVersion, s.CubinHash} {
+		if len(str) > math.MaxUint16 {
+			str = str[:math.MaxUint16]
+		}
+		b = binary.LittleEndian.AppendUint16(b, uint16(len(str)))
+		b = append(b, str...)
+	}
+	return b
+}
+
+// decodeSummary reads what encodeSummary wrote; intern deduplicates the
+// strings many summaries share (nil: no interning). It never panics.
+func decodeSummary(b []byte, intern func([]byte) string) (Summary, error) {
+	if intern == nil {
+		intern = func(b []byte) string { return string(b) }
+	}
+	d := decoder{b: b}
+	if v := d.u8(); v != summaryVersion {
+		return Summary{}, fmt.Errorf("%w: summary version %d", ErrBadRecord, v)
+	}
+	var s Summary
+	s.Schema = int(d.u16())
+	for _, p := range []*int{&s.Params.R, &s.Params.F, &s.Params.U, &s.Params.S, &s.Params.W, &s.Params.L} {
+		*p = int(d.u16())
+	}
+	flags := d.u8()
+	s.Class = ClassExact
+	if flags&1 != 0 {
+		s.Class = ClassTolerance
+	}
+	s.Throttled = flags&2 != 0
+	for _, f := range []*float64{&s.MedianUS, &s.GBs, &s.PctCeiling, &s.Speedup, &s.P} {
+		*f = math.Float64frombits(d.u64())
+	}
+	if t := int64(d.u64()); t != 0 {
+		s.Time = time.Unix(0, t).UTC()
+	}
+	for _, str := range []*string{&s.Decision, &s.GPUName, &s.SourceHash, &s.ToolVersion, &s.CubinHash} {
+		*str = intern(d.bytes(int(d.u16())))
+	}
+	if d.err != nil {
+		return Summary{}, fmt.Errorf("%w: %w", ErrBadRecord, d.err)
+	}
+	if len(d.b) != 0 {
+		return Summary{}, fmt.Errorf("%w: %d trailing bytes after summary", ErrBadRecord, len(d.b))
+	}
+	if s.Schema == SchemaVersion {
+		if err := s.Params.Validate(); err != nil {
+			return Summary{}, fmt.Errorf("%w: %w", ErrBadRecord, err)
+		}
+	}
+	return s, nil
+}
+
+// decoder reads little-endian values; after a short read every value is 0
+// and err is set.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) take(n int) []byte {
+	if d.err != nil || n > len(d.b) {
+		d.err = errShortSummary
+		return nil
+	}
+	v := d.b[:n]
+	d.b = d.b[n:]
+	return v
+}
+
+func (d *decoder) u8() byte {
+	if v := d.take(1); v != nil {
+		return v[0]
+	}
+	return 0
+}
+
+func (d *decoder) u16() uint16 {
+	if v := d.take(2); v != nil {
+		return binary.LittleEndian.Uint16(v)
+	}
+	return 0
+}
+
+func (d *decoder) u64() uint64 {
+	if v := d.take(8); v != nil {
+		return binary.LittleEndian.Uint64(v)
+	}
+	return 0
+}
+
+func (d *decoder) bytes(n int) []byte { return d.take(n) }

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// GGML type ids and their block geometry (ggml.h), for the test writer.
+const (
+	ggmlF32  = 0
+	ggmlF16  = 1
+	ggmlQ4_0 = 2
+	ggmlQ8_0 = 8
+	ggmlQ4_K = 12
+	ggmlQ6_K = 14
+	ggmlBF16 = 30
+)
+
+var ggmlBlock = map[uint32][2]int{ // type → {weights per block, bytes per block}
+	ggmlF32: {1, 4}, ggmlF16: {1, 2}, ggmlQ4_0: {32, 18}, ggmlQ8_0: {32, 34},
+	ggmlQ4_K: {256, 144}, ggmlQ6_K: {256, 210}, ggmlBF16: {1, 2},
+}
+
+// testTensor is one tensor of a test GGUF file; dims are GGUF's ne[],
+// inner dimension first.
+type testTensor struct {
+	name string
+	typ  uint32
+	dims []uint64
+}
+
+// writeGGUF writes a minimal GGUF v3 file: header, a few metadata pairs,
+// tensor infos and aligned, non-zero tensor data.
+func writeGGUF(t *testing.T, path string, tensors []testTensor) {
+	t.Helper()
+	const align = 32
+	var b bytes.Buffer
+	le := func(v any) {
+		if err := binary.Write(&b, binary.LittleEndian, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	str := func(s string) { le(uint64(len(s))); b.WriteString(s) }
+	b.WriteString("GGUF")
+	le(uint32(3))
+	le(uint64(len(tensors)))
+	le(uint64(3)) // metadata pairs
+	str("general.architecture")
+	le(uint32(8)) // string
+	str("llama")
+	str("general.alignment")
+	le(uint32(4)) // uint32
+	le(uint32(align))
+	str("llama.embedding_length")
+	le(uint32(4))
+	le(uint32(256))
+
+	sizes := make([]uint64, len(tensors))
+	var offset uint64
+	for i, tt := range tensors {
+		str(tt.name)
+		le(uint32(len(tt.dims)))
+		n := uint64(1)
+		for _, d := range tt.dims {
+			le(d)
+			n *= d
+		}
+		le(tt.typ)
+		le(offset)
+		bl := ggmlBlock[tt.typ]
+		sizes[i] = n / uint64(bl[0]) * uint64(bl[1])
+		offset += (sizes[i] + align - 1) / align * align
+	}
+	for b.Len()%align != 0 {
+		b.WriteByte(0)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range tensors {
+		data := make([]byte, (sizes[i]+align-1)/align*align)
+		for j := range data {
+			data[j] = byte(rng.IntN(255) + 1)
+		}
+		b.Write(data)
+	}
+	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// smallModel is a two-layer model in the test file's terms: hidden 256,
+// kv 64, ffn 512, vocab 1000.
+var smallModel = []testTensor{
+	{"token_embd.weight", ggmlQ4_0, []uint64{256, 1000}}, // gathered, not multiplied: skipped
+	{"blk.0.attn_norm.weight", ggmlF32, []uint64{256}},   // 1-D: not a matrix
+	{"blk.0.attn_q.weight", ggmlQ4_0, []uint64{256, 256}},
+	{"blk.0.attn_k.weight", ggmlQ4_0, []uint64{256, 64}},
+	{"blk.0.ffn_up.weight", ggmlF16, []uint64{256, 512}},
+	{"blk.0.ffn_down.weight", ggmlQ8_0, []uint64{512, 256}},
+	{"blk.1.attn_q.weight", ggmlQ4_0, []uint64{256, 256}},
+	{"blk.1.attn_v.weight", ggmlQ4_K, []uint64{256, 64}},
+	{"blk.1.ffn_gate.weight", ggmlQ6_K, []uint64{256, 512}},
+	{"blk.1.ffn_up.weight", ggmlBF16, []uint64{256, 512}},
+	{"output.weight", ggmlQ8_0, []uint64{256, 1000}}, // the lm head: kept
+}
+
+func TestReadGGUF(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "small.gguf")
+	writeGGUF(t, path, smallModel)
+	m, err := readGGUF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Arch != "llama" {
+		t.Errorf("arch %q, want llama", m.Arch)
+	}
+	var got []string
+	for _, p := range m.Pairs {
+		got = append(got, p.Format+" "+p.Shape.String()+" "+strings.Join(p.Tensors, "+"))
+	}
+	want := []string{
+		"q4_0 256x256 blk.0.attn_q.weight+blk.1.attn_q.weight",
+		"q4_0 64x256 blk.0.attn_k.weight",
+		"q8_0 256x512 blk.0.ffn_down.weight",
+		"q8_0 1000x256 output.weight",
+		"q4_K 64x256 blk.1.attn_v.weight",
+		"bf16 512x256 blk.1.ffn_up.weight",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("pairs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	notTuned := strings.Join(m.notTunedLines(), "\n")
+	if notTuned != "not tuned: F16 (1 tensors)\nnot tuned: Q6_K (1 tensors)" {
+		t.Errorf("not tuned lines:\n%s", notTuned)
+	}
+}
+
+func TestReadGGUFErrors(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.gguf")
+	writeGGUF(t, good, smallModel)
+	full, err := os.ReadFile(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	onlyF16 := filepath.Join(dir, "f16.gguf")
+	writeGGUF(t, onlyF16, []testTensor{{"blk.0.attn_q.weight", ggmlF16, []uint64{256, 256}}})
+
+	tests := []struct {
+		name, path, want string
+	}{
+		{"missing", filepath.Join(dir, "nope.gguf"), "no such file"},
+		{"empty", write("empty.gguf", nil), "EOF"},
+		{"garbage", write("garbage.gguf", []byte("this is not a model file, just some text\n\nat all")), "want a GGUF"},
+		{"truncated", write("trunc.gguf", full[:200]), "--gguf"},
+		{"short data", write("short.gguf", full[:len(full)-1000]), "--gguf"},
+		{"nothing tunable", onlyF16, "found: F16"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := readGGUF(tt.path)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			msg := err.Error()
+			if strings.Contains(msg, "\n") {
+				t.Errorf("error spans lines: %q", msg)
+			}
+			if !strings.Contains(msg, tt.want) {
+				t.Errorf("error %q does not contain %q", msg, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gemvtune/gemvtune/space"
+)
+
+// modelPreset is the decode-time geometry of one model, copied from its
+// Hugging Face config.json. Every GEMV of one decoded token follows from it.
+type modelPreset struct {
+	name   string
+	config string // where the numbers come from
+	hidden int    // hidden_size
+	inter  int    // intermediate_size
+	heads  int    // num_attention_heads
+	kv     int    // num_key_value_heads
+	head   int    // head dimension (hidden_size / num_attention_heads)
+	vocab  int    // vocab_size (the lm head's rows)
+}
+
+// presets are the models --model accepts.
+var presets = []modelPreset{
+	{name: "llama-3-8b", config: "meta-llama/Meta-Llama-3-8B", hidden: 4096, inter: 14336, heads: 32, kv: 8, head: 128, vocab: 128256},
+	{name: "llama-3-70b", config: "meta-llama/Meta-Llama-3-70B", hidden: 8192, inter: 28672, heads: 64, kv: 8, head: 128, vocab: 128256},
+	{name: "qwen2.5-7b", config: "Qwen/Qwen2.5-7B", hidden: 3584, inter: 18944, heads: 28, kv: 4, head: 128, vocab: 152064},
+	{name: "mistral-7b", config: "mistralai/Mistral-7B-v0.3", hidden: 4096, inter: 14336, heads: 32, kv: 8, head: 128, vocab: 32768},
+}
+
+// matrix is one weight matrix of a preset, W = [rows, cols] = out x in.
+type matrix struct {
+	name  string
+	shape space.Shape
+}
+
+// matrices lists the weight matrices one decoded token multiplies, both
+// separate (q, k, v; gate, up) and fused (qkv; gate_up), since engines do
+// either.
+func (p modelPreset) matrices() []matrix {
+	q, kv := p.heads*p.head, p.kv*p.head
+	m := func(name string, rows, cols int) matrix {
+		return matrix{name, space.Shape{Rows: rows, Cols: cols}}
+	}
+	return []matrix{
+		m("q", q, p.hidden),
+		m("k", kv, p.hidden),
+		m("v", kv, p.hidden),
+		m("qkv (fused)", q+2*kv, p.hidden),
+		m("o", p.hidden, q),
+		m("gate", p.inter, p.hidden),
+		m("up", p.inter, p.hidden),
+		m("gate_up (fused)", 2*p.inter, p.hidden),
+		m("down", p.hidden, p.inter),
+		m("lm-head", p.vocab, p.hidden),
+	}
+}
+
+// shapes returns the preset's distinct shapes in the order of matrices.
+func (p modelPreset) shapes() []space.Shape {
+	var out []space.Shape
+	seen := map[space.Shape]bool{}
+	for _, m := range p.matrices() {
+		if !seen[m.shape] {
+			seen[m.shape] = true
+			out = append(out, m.shape)
+		}
+	}
+	return out
+}
+
+// presetNames returns the accepted --model names, sorted.
+func presetNames() []string {
+	names := make([]string, len(presets))
+	for i, p := range presets {
+		names[i] = p.name
+	}
+	sort.Strings(names)
+	return names
+}
+
+// presetByName returns the preset called name (case-insensitive).
+func presetByName(name string) (modelPreset, error) {
+	for _, p := range presets {
+		if strings.EqualFold(p.name, name) {
+			return p, nil
+		}
+	}
+	return modelPreset{}, fmt.Errorf("unknown model %q: accepted: %s", name, strings.Join(presetNames(), ", "))
+}

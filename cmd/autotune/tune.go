@@ -1,0 +1,525 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/tuner"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+func init() {
+	register(&command{
+		name:  "tune",
+		short: "tune the local GPUs (the default command: autotune --arch ...)",
+		run: func(ctx context.Context, args []string) error {
+			return tuneMain(ctx, args, os.Stdout, os.Stderr)
+		},
+	})
+}
+
+// The tuner entry points, behind variables so tests can use fakes.
+var (
+	planFn = tuner.Plan
+	runFn  = tuner.Run
+)
+
+// defaultModel is the shape source when none is given.
+const defaultModel = "llama-3-8b"
+
+// tuneFlags holds the parsed command line of the tune command.
+type tuneFlags struct {
+	arch      string
+	model     string
+	shapes    string
+	gguf      string
+	formats   string
+	cachePath string
+	budget    int
+	dryRun    bool
+	json      bool
+	force     bool
+	wait      bool
+}
+
+const tuneUsage = `usage: autotune [--arch sm_XY|auto] [--model NAME | --shapes RxC,... | --gguf FILE]
+                [--formats q4_0,q8_0,...] [--cache PATH] [--budget N]
+                [--dry-run] [--json] [--force] [--wait]
+
+Finds, for each local GPU, weight format and matrix shape, the fastest
+kernel variant that is correct and beats the stock kernel significantly,
+and stores it in the cache engines read at start-up. Progress goes to
+stderr, the final table (or --json) to stdout. Finished entries are saved
+as they finish: after Ctrl-C, run the same command again to resume.
+
+Shapes are ROWSxCOLS = out x in. With no --model, --shapes or --gguf the
+shapes of --model ` + defaultModel + ` are tuned.
+
+flags:
+`
+
+const tuneExitCodes = `
+exit codes: 0 ok (also --help and --dry-run), 1 failure (no matching GPU,
+unreadable file, a run that failed or was interrupted), 2 usage error.
+`
+
+// newTuneFlagSet declares the tune command's flags on a fresh FlagSet.
+func newTuneFlagSet(f *tuneFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("autotune", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.arch, "arch", "auto", "`arch` to tune: sm_XY tunes every local GPU of that compute capability; auto tunes each local GPU for its own")
+	fs.StringVar(&f.model, "model", "", "tune the decode GEMV shapes of a model preset `NAME`: "+strings.Join(presetNames(), ", "))
+	fs.StringVar(&f.shapes, "shapes", "", "tune these comma-separated `shapes` ROWSxCOLS, e.g. 4096x14336,1024x4096")
+	fs.StringVar(&f.gguf, "gguf", "", "tune exactly the (format, shape) pairs of the weight matrices in GGUF `FILE` (no weights are read)")
+	fs.StringVar(&f.formats, "formats", "", "comma-separated `formats` to tune (default all: "+strings.Join(variants.FormatNames, ",")+")")
+	fs.StringVar(&f.cachePath, "cache", "", "cache `PATH` (default $GEMV_TUNE_CACHE, else $XDG_CACHE_HOME/gemvtune/tune.db)")
+	fs.IntVar(&f.budget, "budget", 0, "timed batches per (format, shape) for the budgeted search, `N`; 0 measures every candidate in full")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan (candidates after static pruning, main exclusions, expected time) and exit; needs no GPU")
+	fs.BoolVar(&f.json, "json", false, "print the decisions as JSON instead of the table")
+	fs.BoolVar(&f.force, "force", false, "re-tune entries the cache already holds and are not stale")
+	fs.BoolVar(&f.wait, "wait", false, "wait for another tuner of the same GPU to finish instead of failing")
+	return fs
+}
+
+// printTuneHelp writes the tune command's help.
+func printTuneHelp(w io.Writer) {
+	var f tuneFlags
+	fs := newTuneFlagSet(&f)
+	fs.SetOutput(w)
+	fmt.Fprint(w, tuneUsage)
+	fs.PrintDefaults()
+	fmt.Fprint(w, tuneExitCodes)
+}
+
+// errHelp is returned by parseTuneFlags when help was asked for.
+var errHelp = errors.New("help requested")
+
+// parseTuneFlags parses and checks the tune command line. Every error is a
+// usage error (exit 2) except errHelp.
+func parseTuneFlags(args []string) (tuneFlags, error) {
+	var f tuneFlags
+	fs := newTuneFlagSet(&f)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return f, errHelp
+		}
+		return f, usagef("%v (see autotune --help)", err)
+	}
+	if fs.NArg() > 0 {
+		return f, usagef("unexpected argument %q: flags only (see autotune --help)", fs.Arg(0))
+	}
+	if f.arch != "auto" {
+		if _, err := space.ParseArch(f.arch); err != nil {
+			return f, usagef("--arch: %v or auto", err)
+		}
+	}
+	sources := 0
+	for _, s := range []string{f.model, f.shapes, f.gguf} {
+		if s != "" {
+			sources++
+		}
+	}
+	if sources > 1 {
+		return f, usagef("give one of --model, --shapes and --gguf")
+	}
+	if f.budget < 0 {
+		return f, usagef("--budget %d: want 0 (exhaustive) or a positive number of timed batches", f.budget)
+	}
+	return f, nil
+}
+
+// tuneMain runs the tune command.
+func tuneMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parseTuneFlags(args)
+	if errors.Is(err, errHelp) {
+		printTuneHelp(stdout)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	jobs, notes, err := resolveJobs(f)
+	if err != nil {
+		return err
+	}
+	for _, n := range notes {
+		fmt.Fprintln(stderr, "autotune:", n)
+	}
+	if len(jobs) == 0 {
+		return errors.New("no (format, shape) left to tune")
+	}
+	if f.dryRun {
+		return dryRun(f, jobs, stdout)
+	}
+	return tune(ctx, f, jobs, stdout, stderr)
+}
+
+// dryRun prints the static plan; it needs no GPU.
+func dryRun(f tuneFlags, jobs []tuner.Job, stdout io.Writer) error {
+	if f.arch == "auto" {
+		return usagef("--dry-run needs --arch sm_XY: the plan depends on the arch")
+	}
+	plan, err := planFn(f.arch, jobs, f.budget)
+	if err != nil {
+		return fmt.Errorf("planning for %s: %w", f.arch, err)
+	}
+	return writePlan(stdout, f.arch, f.budget, plan)
+}
+
+// tune skips what the cache already holds, runs the tuner with progress,
+// stores each decision as it finishes and prints the final table.
+func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.Writer) error {
+	store, err := openStore(f.cachePath, f.wait)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	if !f.force {
+		var skipped int
+		jobs, skipped, err = skipFresh(store, f.arch, jobs)
+		if err != nil {
+			return err
+		}
+		if skipped > 0 {
+			fmt.Fprintf(stderr, "autotune: skipping %d (format, shape) already tuned in %s (--force re-tunes them)\n", skipped, store.Path())
+		}
+		if len(jobs) == 0 {
+			fmt.Fprintln(stderr, "autotune: nothing left to tune; see autotune show")
+			return nil
+		}
+	}
+
+	prog := newProgress(stderr, len(jobs))
+	var (
+		mu   sync.Mutex
+		done []tuner.Decision
+	)
+	opts := tuner.Options{
+		Arch:        f.arch,
+		Budget:      f.budget,
+		WaitForLock: f.wait,
+		Progress:    prog.update,
+		Record: func(d tuner.Decision) error {
+			if err := putDecision(store, d); err != nil {
+				return err
+			}
+			mu.Lock()
+			done = append(done, d)
+			mu.Unlock()
+			return nil
+		},
+	}
+	decisions, runErr := runFn(ctx, jobs, opts)
+	prog.finish()
+	mu.Lock()
+	if len(decisions) < len(done) {
+		decisions = done
+	}
+	mu.Unlock()
+
+	if len(decisions) > 0 || runErr == nil {
+		if err := writeResult(stdout, f.json, decisions); err != nil {
+			return err
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted: %d of %d finished and saved in %s; run the same command again to resume",
+			len(decisions), len(jobs), store.Path())
+	case runErr != nil:
+		return runErr
+	}
+	return nil
+}
+
+// writeResult prints the decisions as the table or as JSON.
+func writeResult(w io.Writer, asJSON bool, ds []tuner.Decision) error {
+	if asJSON {
+		return writeDecisionsJSON(w, ds)
+	}
+	return writeDecisions(w, ds)
+}
+
+// resolveJobs turns the shape source and --formats into jobs. Notes are
+// printed to stderr (types a GGUF file holds that are not tuned, pairs a
+// format cannot hold).
+func resolveJobs(f tuneFlags) (jobs []tuner.Job, notes []string, err error) {
+	formats, err := parseFormats(f.formats)
+	if err != nil {
+		return nil, nil, err
+	}
+	if f.gguf != "" {
+		m, err := readGGUF(f.gguf)
+		if err != nil {
+			return nil, nil, err
+		}
+		want := map[string]bool{}
+		for _, name := range formats {
+			want[name] = true
+		}
+		for _, p := range m.Pairs {
+			if want[p.Format] {
+				jobs = append(jobs, tuner.Job{Format: p.Format, Rows: p.Shape.Rows, Cols: p.Shape.Cols})
+			} else {
+				notes = append(notes, fmt.Sprintf("not tuned: %s %s (%d tensors; not in --formats)", p.Format, p.Shape, len(p.Tensors)))
+			}
+		}
+		return jobs, append(notes, m.notTunedLines()...), nil
+	}
+	var shapes []space.Shape
+	if f.shapes != "" {
+		if shapes, err = parseShapes(f.shapes); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		name := f.model
+		if name == "" {
+			name = defaultModel
+		}
+		p, err := presetByName(name)
+		if err != nil {
+			return nil, nil, usageError{fmt.Errorf("--model: %w", err)}
+		}
+		shapes = p.shapes()
+	}
+	for _, format := range formats {
+		for _, s := range shapes {
+			if why := unfit(format, s); why != "" {
+				notes = append(notes, fmt.Sprintf("not tuned: %s %s (%s)", format, s, why))
+				continue
+			}
+			jobs = append(jobs, tuner.Job{Format: format, Rows: s.Rows, Cols: s.Cols})
+		}
+	}
+	return jobs, notes, nil
+}
+
+// unfit says why format cannot hold shape s ("" if it can): cols must be a
+// multiple of the format's block.
+func unfit(format string, s space.Shape) string {
+	f, err := variants.FormatOf(format)
+	if err != nil {
+		return "" // not registered in this build: the tuner reports it
+	}
+	if bw := f.BlockWeights(); bw > 0 && s.Cols%bw != 0 {
+		return fmt.Sprintf("cols %d is not a multiple of the %d-weight block", s.Cols, bw)
+	}
+	return ""
+}
+
+// parseFormats reads --formats: comma-separated format names, "" for all.
+// Names match case-insensitively ("q4_k" is q4_K); duplicates are dropped.
+func parseFormats(s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return append([]string(nil), variants.FormatNames...), nil
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, part := range strings.Split(s, ",") {
+		name := strings.TrimSpace(part)
+		canon := ""
+		for _, n := range variants.FormatNames {
+			if strings.EqualFold(n, name) {
+				canon = n
+			}
+		}
+		if canon == "" {
+			return nil, usagef("--formats: unknown format %q: accepted: %s", name, strings.Join(variants.FormatNames, ", "))
+		}
+		if !seen[canon] {
+			seen[canon] = true
+			out = append(out, canon)
+		}
+	}
+	return out, nil
+}
+
+// parseShapes reads --shapes: comma-separated ROWSxCOLS; duplicates are
+// dropped, order is kept.
+func parseShapes(s string) ([]space.Shape, error) {
+	var out []space.Shape
+	seen := map[space.Shape]bool{}
+	for _, part := range strings.Split(s, ",") {
+		sh, err := space.ParseShape(strings.TrimSpace(part))
+		if err != nil {
+			return nil, usagef("--shapes: %v", err)
+		}
+		if !seen[sh] {
+			seen[sh] = true
+			out = append(out, sh)
+		}
+	}
+	return out, nil
+}
+
+// recordFromDecision converts the tuner's decision into the cache's record
+// (the cubin is stored beside it by Put).
+func recordFromDecision(d tuner.Decision) cache.Record {
+	w := d.Winner
+	params := w.Params
+	if params == (space.Params{}) {
+		params = space.Stock // a decision always names a kernel; none means stock
+	}
+	id := w.ID
+	if id == "" {
+		id = params.ID()
+	}
+	class := w.Class
+	if class == "" && params.IsStock() {
+		class = cache.ClassExact // stock is exact by definition
+	}
+	r := cache.Record{
+		Schema:        cache.SchemaVersion,
+		Key:           cache.Key{Arch: d.Arch, Format: d.Format, Rows: d.Rows, Cols: d.Cols},
+		WinnerID:      id,
+		Params:        params,
+		Class:         class,
+		Layout:        params.L,
+		Decision:      d.Reason,
+		MedianUS:      w.MedianUS,
+		LoUS:          w.LoUS,
+		HiUS:          w.HiUS,
+		GBs:           w.GBs,
+		PctCeiling:    w.PctCeiling,
+		CeilingGBs:    d.CeilingGBs,
+		StockMedianUS: d.Stock.MedianUS,
+		StockGBs:      d.Stock.GBs,
+		Speedup:       d.Speedup,
+		P:             d.P,
+		Samples:       len(w.Samples),
+		Registers:     w.Registers,
+		BlocksPerSM:   w.BlocksPerSM,
+		GPUName:       d.GPUName,
+		GPUUUID:       d.GPUUUID,
+		Driver:        d.Driver,
+		NVRTC:         d.NVRTC,
+		SourceHash:    d.SourceHash,
+		ToolVersion:   cache.ToolVersion,
+		Time:          d.Time,
+		Throttled:     d.Throttled,
+		ClockNotes:    clockNotes(d.Before, d.After),
+	}
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	for _, c := range d.Candidates {
+		r.Candidates = append(r.Candidates, cache.Candidate{
+			ID: c.ID, Params: c.Params, Class: c.Class, Status: string(c.Status), Reason: c.Reason,
+			Registers: c.Registers, BlocksPerSM: c.BlocksPerSM,
+			MedianUS: c.MedianUS, LoUS: c.LoUS, HiUS: c.HiUS, GBs: c.GBs, PctCeiling: c.PctCeiling,
+			Samples: len(c.Samples),
+		})
+	}
+	return r
+}
+
+// clockNotes describes the NVML snapshots around a measurement in words.
+func clockNotes(before, after tuner.Clocks) string {
+	zero := func(c tuner.Clocks) bool { return c.SMMHz == 0 && c.MemMHz == 0 && c.TempC == 0 && len(c.Reasons) == 0 }
+	if zero(before) && zero(after) {
+		return ""
+	}
+	one := func(c tuner.Clocks) string {
+		s := fmt.Sprintf("SM %d MHz, memory %d MHz, %d °C", c.SMMHz, c.MemMHz, c.TempC)
+		if len(c.Reasons) > 0 {
+			s += ", clock events: " + strings.Join(c.Reasons, " ")
+		}
+		return s
+	}
+	return "before: " + one(before) + "; after: " + one(after)
+}
+
+// localArchsFn lists the compute capabilities of the local GPUs (for
+// resuming an --arch auto run); an error means none can be listed and
+// nothing is skipped (the tuner then says why it cannot run).
+var localArchsFn func() ([]string, error)
+
+// openStore opens the cache for writing at path ("" = cache.DefaultPath).
+// With wait, a cache locked by another autotune is waited for.
+func openStore(path string, wait bool) (*cache.DB, error) {
+	if path == "" {
+		p, err := cache.DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	opts := &cache.Options{}
+	if wait {
+		opts.Timeout = 24 * time.Hour
+	}
+	db, err := cache.Open(path, opts)
+	if err != nil {
+		if errors.Is(err, cache.ErrLocked) && !wait {
+			return nil, fmt.Errorf("%w (--wait waits for it)", err)
+		}
+		return nil, err
+	}
+	return db, nil
+}
+
+// skipFresh drops the jobs the cache holds a current record for, on every
+// arch the run tunes. It returns the jobs left and how many were dropped.
+func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) ([]tuner.Job, int, error) {
+	archs := []string{arch}
+	if arch == "auto" {
+		if localArchsFn == nil {
+			return jobs, 0, nil
+		}
+		var err error
+		if archs, err = localArchsFn(); err != nil || len(archs) == 0 {
+			return jobs, 0, nil
+		}
+	}
+	var left []tuner.Job
+	for _, j := range jobs {
+		fresh := true
+		for _, a := range archs {
+			ok, err := isFresh(db, a, j)
+			if err != nil {
+				return nil, 0, err
+			}
+			fresh = fresh && ok
+		}
+		if !fresh {
+			left = append(left, j)
+		}
+	}
+	return left, len(jobs) - len(left), nil
+}
+
+// isFresh reports whether the cache holds a record for (arch, job) that is
+// not stale. Missing and unreadable records are not fresh (re-tuned).
+func isFresh(db *cache.DB, arch string, j tuner.Job) (bool, error) {
+	rec, err := db.Get(cache.Key{Arch: arch, Format: j.Format, Rows: j.Rows, Cols: j.Cols})
+	switch {
+	case errors.Is(err, cache.ErrNotFound), errors.Is(err, cache.ErrBadRecord):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	fam, err := variants.FamilyOf(j.Format)
+	if err != nil {
+		return false, nil
+	}
+	stale, _ := rec.Stale(fam.SourceHash(), cache.ToolVersion)
+	return !stale, nil
+}
+
+// putDecision stores one finished decision and its cubin.
+func putDecision(db *cache.DB, d tuner.Decision) error {
+	if err := db.Put(recordFromDecision(d), d.Cubin); err != nil {
+		return fmt.Errorf("saving %s %s %s: %w", d.Arch, d.Format, d.Shape(), err)
+	}
+	return nil
+}

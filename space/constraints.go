@@ -1,0 +1,119 @@
+package space
+
+import (
+	"errors"
+	"fmt"
+)
+
+// MaxInFlight is the largest r × u a variant may have: the chunk loads one
+// lane keeps in flight per step. Beyond it the weight registers alone exceed
+// what a thread can hold and the kernel spills.
+const MaxInFlight = 32
+
+// MinRegsPerThread is the smallest register budget per thread a launch-bounds
+// floor may leave; below it even the plain kernel spills.
+const MinRegsPerThread = 32
+
+// ErrExcluded is wrapped by every error Check returns.
+var ErrExcluded = errors.New("variant excluded")
+
+// Exclusion is a point of the space that Check rejected, with its reason in
+// words.
+type Exclusion struct {
+	Params
+	Reason string
+}
+
+// Check reports whether variant p can run on an architecture with limits lim
+// when it needs smemBytes of dynamic shared memory per block. It returns nil
+// or an error (wrapping ErrExcluded) that explains the exclusion in words,
+// e.g. "smem 112 KB > 99 KB opt-in cap of sm_86".
+func Check(p Params, lim Limits, smemBytes int) error {
+	if reason := exclusionReason(p, lim, smemBytes); reason != "" {
+		return fmt.Errorf("%w: %s: %s", ErrExcluded, p.ID(), reason)
+	}
+	return nil
+}
+
+func exclusionReason(p Params, lim Limits, smem int) string {
+	if err := p.Validate(); err != nil {
+		return err.Error()
+	}
+	threads := 32 * p.W
+	if threads > lim.MaxThreadsPerBlock {
+		return fmt.Sprintf("w=%d gives %d threads/block > %d max on %s", p.W, threads, lim.MaxThreadsPerBlock, lim.Arch)
+	}
+	if p.R*p.U > MaxInFlight {
+		return fmt.Sprintf("r=%d × u=%d = %d chunk loads in flight per lane > %d (weight registers would spill)", p.R, p.U, p.R*p.U, MaxInFlight)
+	}
+	if smem > lim.SmemPerBlockOptin {
+		return fmt.Sprintf("smem %s > %s opt-in cap of %s", kb(smem), kb(lim.SmemPerBlockOptin), lim.Arch)
+	}
+	if p.F == 0 {
+		return ""
+	}
+	if p.F > lim.MaxBlocksPerSM {
+		return fmt.Sprintf("f=%d > %d resident blocks/SM on %s", p.F, lim.MaxBlocksPerSM, lim.Arch)
+	}
+	if need := p.F * threads; need > lim.MaxThreadsPerSM {
+		return fmt.Sprintf("w=%d × f=%d needs %d threads/SM > %d on %s", p.W, p.F, need, lim.MaxThreadsPerSM, lim.Arch)
+	}
+	if regs := lim.RegsPerSM / (p.F * threads); regs < MinRegsPerThread {
+		return fmt.Sprintf("f=%d at %d threads leaves %d registers/thread < %d on %s", p.F, threads, regs, MinRegsPerThread, lim.Arch)
+	}
+	if smem > 0 && p.F*smem > lim.SmemPerSM {
+		return fmt.Sprintf("f=%d blocks × smem %s = %s > %s per SM on %s", p.F, kb(smem), kb(p.F*smem), kb(lim.SmemPerSM), lim.Arch)
+	}
+	return ""
+}
+
+// kb formats a byte count in KB, with one decimal when not whole.
+func kb(n int) string {
+	if n%KiB == 0 {
+		return fmt.Sprintf("%d KB", n/KiB)
+	}
+	return fmt.Sprintf("%.1f KB", float64(n)/KiB)
+}
+
+// knobValues returns the value set of the knob with letter l.
+func knobValues(letter string) []int {
+	for _, k := range Knobs {
+		if k.Letter == letter {
+			return k.Values
+		}
+	}
+	return nil
+}
+
+// Enumerate walks every combination of the knob values (space.Knobs) with
+// the layouts given, and splits them into those Check accepts and those it
+// excludes (with the reason). smemFor gives a variant's dynamic shared
+// memory per block for the shape being planned; nil means none.
+func Enumerate(lim Limits, layouts []int, smemFor func(Params) int) (ok []Params, excluded []Exclusion) {
+	if len(layouts) == 0 {
+		layouts = []int{0}
+	}
+	for _, r := range knobValues("r") {
+		for _, f := range knobValues("f") {
+			for _, u := range knobValues("u") {
+				for _, s := range knobValues("s") {
+					for _, w := range knobValues("w") {
+						for _, l := range layouts {
+							p := Params{R: r, F: f, U: u, S: s, W: w, L: l}
+							smem := 0
+							if smemFor != nil {
+								smem = smemFor(p)
+							}
+							if reason := exclusionReason(p, lim, smem); reason != "" {
+								excluded = append(excluded, Exclusion{Params: p, Reason: reason})
+							} else {
+								ok = append(ok, p)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return ok, excluded
+}

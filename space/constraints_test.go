@@ -1,0 +1,173 @@
+package space_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/space"
+)
+
+func mustLimits(t *testing.T, arch string) space.Limits {
+	t.Helper()
+	l, err := space.LimitsFor(arch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestCheckRules(t *testing.T) {
+	kb := space.KiB
+	tests := []struct {
+		name   string
+		id     string
+		arch   string
+		smem   int
+		reason string // "" = accepted; else a substring of the error
+	}{
+		{"stock", "v1", "sm_90", 0, ""},
+		{"stock smem within default", "r1f0u1s1w8", "sm_90", 16 * kb, ""},
+		{"smem over opt-in", "r1f0u1s1w8", "sm_86", 112 * kb, "smem 112 KB > 99 KB opt-in cap of sm_86"},
+		{"smem fractional", "r1f0u1s1w8", "sm_75", 64*kb + 512, "smem 64.5 KB > 64 KB opt-in cap of sm_75"},
+		{"smem at opt-in", "r1f0u1s1w8", "sm_90", 227 * kb, ""},
+		{"threads per SM", "r1f8u1s0w16", "sm_90", 0, "w=16 × f=8 needs 4096 threads/SM > 2048 on sm_90"},
+		{"threads per SM turing", "r1f4u1s0w16", "sm_75", 0, "w=16 × f=4 needs 2048 threads/SM > 1024 on sm_75"},
+		{"threads fit turing", "r1f2u1s0w16", "sm_75", 0, ""},
+		{"threads per SM ampere", "r1f8u1s0w8", "sm_86", 0, "w=8 × f=8 needs 2048 threads/SM > 1536 on sm_86"},
+		{"registers exact 32", "r1f8u1s0w8", "sm_90", 0, ""},
+		{"in flight", "r8f0u8s0w8", "sm_90", 0, "r=8 × u=8 = 64 chunk loads in flight per lane > 32"},
+		{"in flight at cap", "r8f0u4s0w8", "sm_90", 0, ""},
+		{"smem per SM with floor", "r1f2u1s1w8", "sm_90", 128 * kb, "f=2 blocks × smem 128 KB = 256 KB > 228 KB per SM on sm_90"},
+		{"smem per SM fits", "r1f1u1s1w8", "sm_90", 128 * kb, ""},
+		{"bad knob", "", "sm_90", 0, "r=5"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var p space.Params
+			if tc.id == "" {
+				p = space.Params{R: 5, F: 0, U: 1, S: 0, W: 8}
+			} else {
+				var err error
+				if p, err = space.Parse(tc.id); err != nil {
+					t.Fatal(err)
+				}
+			}
+			err := space.Check(p, mustLimits(t, tc.arch), tc.smem)
+			if tc.reason == "" {
+				if err != nil {
+					t.Fatalf("Check(%s) = %v, want nil", p, err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, space.ErrExcluded) || !strings.Contains(err.Error(), tc.reason) {
+				t.Fatalf("Check(%s) = %v, want ErrExcluded containing %q", p, err, tc.reason)
+			}
+		})
+	}
+}
+
+// A custom Limits reaches the rules the table archs never trigger.
+func TestCheckSyntheticLimits(t *testing.T) {
+	lim := space.Limits{Arch: "sm_x", RegsPerSM: 24576, MaxRegsPerThread: 255, MaxThreadsPerSM: 2048,
+		MaxThreadsPerBlock: 256, MaxBlocksPerSM: 4, SmemPerSM: 64 * space.KiB,
+		SmemPerBlockDefault: 48 * space.KiB, SmemPerBlockOptin: 48 * space.KiB}
+	tests := []struct{ id, reason string }{
+		{"r1f0u1s0w16", "w=16 gives 512 threads/block > 256 max on sm_x"},
+		{"r1f6u1s0w2", "f=6 > 4 resident blocks/SM on sm_x"},
+		{"r1f4u1s0w8", "f=4 at 256 threads leaves 24 registers/thread < 32 on sm_x"},
+		{"r1f4u1s0w4", ""},
+	}
+	for _, tc := range tests {
+		p, err := space.Parse(tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = space.Check(p, lim, 0)
+		if tc.reason == "" && err != nil || tc.reason != "" && (err == nil || !strings.Contains(err.Error(), tc.reason)) {
+			t.Errorf("Check(%s) = %v, want %q", tc.id, err, tc.reason)
+		}
+	}
+	lim.RegsPerSM = 8192
+	p, _ := space.Parse("r1f4u1s0w4")
+	if err := space.Check(p, lim, 0); err == nil || !strings.Contains(err.Error(), "leaves 16 registers/thread < 32") {
+		t.Errorf("Check with 16K registers = %v", err)
+	}
+}
+
+func TestLimitsFor(t *testing.T) {
+	for _, arch := range []string{"sm_70", "sm_75", "sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_100", "sm_120"} {
+		l := mustLimits(t, arch)
+		if l.Arch != arch || l.SmemPerBlockDefault != 48*space.KiB || l.SmemPerBlockOptin > l.SmemPerSM ||
+			l.MaxThreadsPerBlock > l.MaxThreadsPerSM || l.RegsPerSM != 65536 {
+			t.Errorf("%s: inconsistent limits %+v", arch, l)
+		}
+	}
+	if _, err := space.LimitsFor("sm_91"); err == nil || !strings.Contains(err.Error(), "known sm_70, sm_75") {
+		t.Errorf("LimitsFor(sm_91) = %v, want an error listing the known archs", err)
+	}
+	if got := space.KnownArchs(); got[len(got)-1] != "sm_120" {
+		t.Errorf("KnownArchs not ordered: %v", got)
+	}
+}
+
+// Every point of the space is either accepted or excluded with a reason,
+// exactly once, and its ID parses back to it.
+func TestEnumerateCoversSpace(t *testing.T) {
+	lim := mustLimits(t, "sm_86")
+	smem := func(p space.Params) int {
+		if p.S == 1 {
+			return 64 * space.KiB
+		}
+		return 0
+	}
+	ok, ex := space.Enumerate(lim, []int{0, 1}, smem)
+	want := 1
+	for _, k := range space.Knobs {
+		want *= len(k.Values)
+	}
+	if len(ok)+len(ex) != want {
+		t.Fatalf("Enumerate gave %d+%d points, want %d", len(ok), len(ex), want)
+	}
+	seen := map[string]bool{}
+	for _, p := range ok {
+		if err := space.Check(p, lim, smem(p)); err != nil {
+			t.Errorf("%s accepted by Enumerate but Check says %v", p, err)
+		}
+		seen[p.ID()] = true
+	}
+	for _, e := range ex {
+		if e.Reason == "" || space.Check(e.Params, lim, smem(e.Params)) == nil {
+			t.Errorf("%s excluded without a reason Check agrees with: %q", e.Params, e.Reason)
+		}
+		seen[e.ID()] = true
+	}
+	if len(seen) != want {
+		t.Fatalf("%d distinct IDs, want %d", len(seen), want)
+	}
+	for id := range seen {
+		p, err := space.Parse(id)
+		if err != nil || p.ID() != id {
+			t.Errorf("Parse(%q) = %v, %v: does not round-trip", id, p, err)
+		}
+	}
+	if len(ok) == 0 || len(ex) == 0 {
+		t.Errorf("degenerate split: %d ok, %d excluded", len(ok), len(ex))
+	}
+	stock := false
+	for _, p := range ok {
+		stock = stock || p.IsStock()
+	}
+	if !stock {
+		t.Error("stock variant excluded")
+	}
+}
+
+func TestEnumerateDefaults(t *testing.T) {
+	ok, _ := space.Enumerate(mustLimits(t, "sm_90"), nil, nil)
+	for _, p := range ok {
+		if p.L != 0 {
+			t.Fatalf("layout %d enumerated without layouts", p.L)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package tuner
+
+import (
+	"time"
+)
+
+// Options configures a tuning run. The zero value of each field means the
+// default written in its comment.
+type Options struct {
+	// Arch is "sm_XY" (tune the local GPUs of that compute capability) or
+	// "auto" (each local GPU its own); "" means "auto".
+	Arch string
+	// Budget bounds the timed batches spent per (format, shape); 0 means
+	// exhaustive (every surviving candidate measured in full).
+	Budget int
+	// MinGain is the smallest median gain over stock that may replace it;
+	// 0 means 0.02 (2 %).
+	MinGain float64
+	// Alpha is the significance level of the Mann–Whitney U test; 0 means 0.05.
+	Alpha float64
+	// WaitForLock makes a second tuner of the same GPU wait instead of failing.
+	WaitForLock bool
+	// Progress, if set, is called after each step; it must not block.
+	Progress func(Progress)
+	// Record, if set, is called once per finished (format, shape), in the
+	// order they finish, so the caller can store each decision at once.
+	Record func(Decision) error
+}
+
+// Progress reports how far a run has come.
+type Progress struct {
+	Done, Total int           // finished (format, shape) jobs
+	Job         Job           // the job being worked on
+	Stage       string        // "compile", "verify", "measure", "select"
+	GPU         string        // which GPU (index and name)
+	ETA         time.Duration // estimated time left, 0 if unknown
+}
+
+// PlanEntry is the static plan of one job: what --dry-run prints.
+type PlanEntry struct {
+	Job
+	Candidates int            // variants left after gates and static constraints
+	Excluded   int            // variants excluded
+	Reasons    map[string]int // exclusion reason (generalised) → count
+	Expected   time.Duration  // expected tuning time on one GPU
+}

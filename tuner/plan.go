@@ -1,0 +1,77 @@
+package tuner
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// Plan is the static plan of a run on arch (from the limits table; no GPU
+// needed): per job, the candidates left after gates and constraints, the
+// exclusion reasons, and the expected tuning time. budget is as in
+// Options.Budget.
+func Plan(arch string, jobs []Job, budget int) ([]PlanEntry, error) {
+	a, err := space.ParseArch(arch)
+	if err != nil {
+		return nil, err
+	}
+	lim, err := space.LimitsFor(a.String())
+	if err != nil {
+		return nil, err
+	}
+	if err := validateJobs(jobs); err != nil {
+		return nil, err
+	}
+	var out []PlanEntry
+	for _, j := range jobs {
+		fam, err := variants.FamilyOf(j.Format)
+		if err != nil {
+			return nil, err
+		}
+		ok, excl := space.Enumerate(lim, fam.Layouts(), func(p space.Params) int {
+			return int(fam.Launch(p, j.Rows, j.Cols).SharedBytes)
+		})
+		e := PlanEntry{Job: j, Reasons: map[string]int{}}
+		for _, x := range excl {
+			e.Reasons[generalise(x.Reason)]++
+		}
+		for _, p := range ok {
+			if err := fam.Gate(p, j.Rows, j.Cols); err != nil {
+				e.Reasons[generalise(err.Error())]++
+				continue
+			}
+			e.Candidates++
+		}
+		e.Excluded = len(ok) + len(excl) - e.Candidates
+		e.Expected = expectedTime(fam, j, e.Candidates, budget)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+var numbers = regexp.MustCompile(`\d+(\.\d+)?`)
+
+// generalise folds numbers out of a reason so like reasons count together.
+func generalise(reason string) string { return numbers.ReplaceAllString(reason, "N") }
+
+// expectedTime models one job: verification (~2 ms a candidate), timed
+// batches of ~0.2 ms or one launch, graph capture, and data generation.
+func expectedTime(fam variants.Family, j Job, n int, budget int) time.Duration {
+	bytes, _ := fam.Format().Bytes(j.Rows, j.Cols)
+	launch := float64(bytes)/3e12 + 3e-6
+	batch := max(targetBatch.Seconds(), launch)
+	batches := n*screenRounds + (nFinalists+1)*finalRounds
+	if budget > 0 && budget < batches {
+		batches = budget
+	}
+	sec := float64(n)*2e-3 + float64(batches)*batch + float64(j.Rows)*float64(j.Cols)*4e-9 + 0.5
+	return time.Duration(sec * float64(time.Second))
+}
+
+// String reads like one line of --dry-run output.
+func (e PlanEntry) String() string {
+	return fmt.Sprintf("%-8s %-12s %4d candidates (%d excluded)  ~%v", e.Format, e.Shape(), e.Candidates, e.Excluded, e.Expected.Round(100*time.Millisecond))
+}

@@ -1,0 +1,140 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"sort"
+)
+
+// measurer times candidates interleaved in rounds and returns µs-per-launch
+// samples per ID. The worker implements it on a GPU; tests replay stored
+// samples, so strategies are tested without one.
+type measurer interface {
+	measure(ids []string, rounds int) (map[string][]float64, error)
+}
+
+// Strategy constants: a screening pass over every candidate, then the
+// finalists and stock re-measured together, interleaved, for the decision.
+const (
+	screenRounds = 7
+	finalRounds  = 21
+	nFinalists   = 4
+)
+
+// stageResult is what a strategy found out.
+type stageResult struct {
+	screen    map[string][]float64 // last samples of every candidate measured
+	droppedAt map[string]int       // stage at which a candidate was dropped (halving)
+	final     map[string][]float64 // finalists and stock, measured together
+	batches   int                  // timed batches spent
+}
+
+// Strategies take the candidate IDs without stock; stock is measured with
+// the finalists.
+
+// exhaustive measures every candidate screenRounds times, then the best
+// nFinalists with stock for finalRounds.
+func exhaustive(m measurer, ids []string, stock string) (stageResult, error) {
+	res := stageResult{screen: map[string][]float64{}, droppedAt: map[string]int{}}
+	if len(ids) == 0 {
+		return res, finals(m, &res, nil, stock)
+	}
+	s, err := m.measure(ids, screenRounds)
+	if err != nil {
+		return res, err
+	}
+	res.screen = s
+	res.batches = len(ids) * screenRounds
+	return res, finals(m, &res, best(s, nFinalists, stock), stock)
+}
+
+// halving is successive halving under a budget of timed batches: every
+// candidate gets a short measurement, the faster half a longer one, and so
+// on until nFinalists remain, which are measured with stock as in
+// exhaustive. The rounds per stage grow ×2 and start from what the budget
+// allows (at least 1).
+func halving(m measurer, ids []string, stock string, budget int) (stageResult, error) {
+	res := stageResult{screen: map[string][]float64{}, droppedAt: map[string]int{}}
+	stages := 1
+	for n := len(ids); n > nFinalists; n = (n + 1) / 2 {
+		stages++
+	}
+	// Σ_k n_k·r0·2^k ≈ len(ids)·r0·stages, plus the final measurement.
+	left := budget - (nFinalists+1)*finalRounds
+	r0 := max(1, left/(max(1, len(ids))*stages))
+	alive := append([]string(nil), ids...)
+	for k, rounds := 0, r0; ; k, rounds = k+1, rounds*2 {
+		if len(alive) == 0 {
+			break
+		}
+		s, err := m.measure(alive, rounds)
+		if err != nil {
+			return res, err
+		}
+		res.batches += len(alive) * rounds
+		for id, v := range s {
+			res.screen[id] = v
+		}
+		if len(alive) <= nFinalists {
+			break
+		}
+		keep := best(s, (len(alive)+1)/2, stock)
+		kept := map[string]bool{}
+		for _, id := range keep {
+			kept[id] = true
+		}
+		for _, id := range alive {
+			if !kept[id] {
+				res.droppedAt[id] = k
+			}
+		}
+		alive = keep
+	}
+	return res, finals(m, &res, best(res.screen, nFinalists, stock), stock)
+}
+
+// finals measures the finalists together with stock.
+func finals(m measurer, res *stageResult, fin []string, stock string) error {
+	ids := append([]string{stock}, fin...)
+	s, err := m.measure(ids, finalRounds)
+	if err != nil {
+		return err
+	}
+	res.final = s
+	res.batches += len(ids) * finalRounds
+	return nil
+}
+
+// best returns up to n IDs with the lowest median, stock excluded, fastest
+// first (ties by ID so runs are reproducible).
+func best(samples map[string][]float64, n int, stock string) []string {
+	type kv struct {
+		id  string
+		med float64
+	}
+	var all []kv
+	for id, v := range samples {
+		if id == stock {
+			continue
+		}
+		med, _, _ := summarize(v)
+		if !math.IsNaN(med) {
+			all = append(all, kv{id, med})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].med != all[j].med {
+			return all[i].med < all[j].med
+		}
+		return all[i].id < all[j].id
+	})
+	out := make([]string, 0, n)
+	for i := 0; i < len(all) && i < n; i++ {
+		out = append(out, all[i].id)
+	}
+	return out
+}
+
+func (r stageResult) String() string {
+	return fmt.Sprintf("%d screened, %d finalists, %d batches", len(r.screen), len(r.final)-1, r.batches)
+}

@@ -1,0 +1,97 @@
+// Package tuner turns kernel families and a search space into decisions an
+// engine can trust: for each (GPU, format, shape) it prunes candidates
+// statically, compiles them, verifies every survivor on the GPU, measures
+// them interleaved against stock, and selects a winner only when it beats
+// stock significantly.
+package tuner
+
+import (
+	"time"
+
+	"github.com/gemvtune/gemvtune/space"
+)
+
+// Job is one (format, shape) to tune.
+type Job struct {
+	Format string
+	Rows   int
+	Cols   int
+}
+
+// Shape returns the job's shape, e.g. "4096x14336".
+func (j Job) Shape() string { return space.Shape{Rows: j.Rows, Cols: j.Cols}.String() }
+
+// Status is what happened to one candidate.
+type Status string
+
+// Candidate statuses.
+const (
+	StatusOK       Status = "ok"       // verified and measured
+	StatusPruned   Status = "pruned"   // excluded statically (constraint, spills, zero occupancy)
+	StatusGate     Status = "gate"     // the family's gate refused the shape
+	StatusCompile  Status = "compile"  // NVRTC or module load failed
+	StatusMismatch Status = "mismatch" // verification failed
+	StatusFault    Status = "fault"    // launch failed or the kernel faulted
+	StatusTimeout  Status = "timeout"  // the kernel hung past the watchdog
+	StatusDropped  Status = "dropped"  // eliminated early by the budgeted strategy
+)
+
+// Candidate is the record of one variant for one (format, shape).
+type Candidate struct {
+	ID     string       `json:"id"`
+	Params space.Params `json:"params"`
+	Class  string       `json:"class"`
+	Status Status       `json:"status"`
+	Reason string       `json:"reason,omitempty"`
+
+	Registers   int `json:"registers,omitempty"`
+	LocalBytes  int `json:"local_bytes,omitempty"`
+	SharedBytes int `json:"shared_bytes,omitempty"`
+	BlocksPerSM int `json:"blocks_per_sm,omitempty"`
+
+	MaxAbsDiff float64 `json:"max_abs_diff_vs_stock,omitempty"` // 0 for bit-identical
+	RelErr     float64 `json:"rel_l2_err,omitempty"`            // vs the float64 reference
+
+	MedianUS   float64   `json:"median_us,omitempty"`
+	LoUS       float64   `json:"lo_us,omitempty"` // confidence interval of the median
+	HiUS       float64   `json:"hi_us,omitempty"`
+	GBs        float64   `json:"gbs,omitempty"`
+	PctCeiling float64   `json:"pct_ceiling,omitempty"`
+	Samples    []float64 `json:"samples_us,omitempty"` // µs per launch, one per timed batch
+}
+
+// Clocks is an NVML snapshot taken before or after a measurement.
+type Clocks struct {
+	SMMHz     int      `json:"sm_mhz"`
+	MemMHz    int      `json:"mem_mhz"`
+	TempC     int      `json:"temp_c"`
+	Reasons   []string `json:"reasons,omitempty"`
+	Throttled bool     `json:"throttled"`
+}
+
+// Decision is the outcome for one (GPU, format, shape).
+type Decision struct {
+	Job
+	Arch       string      `json:"arch"`
+	Winner     Candidate   `json:"winner"`
+	Stock      Candidate   `json:"stock"`
+	Speedup    float64     `json:"speedup"` // stock median / winner median
+	P          float64     `json:"p"`       // Mann–Whitney U p-value, winner vs stock
+	Kept       bool        `json:"kept_stock"`
+	Reason     string      `json:"reason"` // e.g. "kept v1: +1.2 % not significant (p=0.41)"
+	CeilingGBs float64     `json:"ceiling_gbs"`
+	Bytes      int64       `json:"bytes"` // weight bytes incl. scales
+	Before     Clocks      `json:"clocks_before"`
+	After      Clocks      `json:"clocks_after"`
+	Throttled  bool        `json:"throttled"`
+	Candidates []Candidate `json:"candidates"`
+	Cubin      []byte      `json:"-"`
+
+	GPUName    string    `json:"gpu_name"`
+	GPUUUID    string    `json:"gpu_uuid"`
+	Driver     string    `json:"driver"`
+	NVRTC      string    `json:"nvrtc"`
+	SourceHash string    `json:"source_hash"`
+	Time       time.Time `json:"time"`
+	Wall       float64   `json:"wall_seconds"`
+}

@@ -1,0 +1,590 @@
+package tuner
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"time"
+	"unsafe"
+
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// WorkerEnv, when set in a process's environment, turns the process into a
+// measurement worker (see MaybeWorker). The tuner starts its own executable
+// with it; cmd/autotune and GPU test binaries call MaybeWorker first thing.
+const WorkerEnv = "GEMVTUNE_WORKER"
+
+// MaybeWorker runs the measurement worker on stdin/stdout and exits the
+// process when WorkerEnv is set; otherwise it returns at once.
+func MaybeWorker() {
+	if os.Getenv(WorkerEnv) == "" {
+		return
+	}
+	os.Exit(serveWorker(os.Stdin, os.Stdout))
+}
+
+// Timeouts of the worker's own waits; the parent's watchdog is longer.
+const (
+	verifyTimeout = 5 * time.Second
+	roundTimeout  = 20 * time.Second
+	targetBatch   = 200 * time.Microsecond // GPU time of one timed batch
+	maxBatch      = 1000
+)
+
+type loadedModule struct {
+	params space.Params
+	mod    gpu.Module
+	fn     gpu.Function
+	attrs  moduleAttrs
+}
+
+type worker struct {
+	dev     *gpu.Device
+	info    gpu.Info
+	mods    map[string]*loadedModule
+	shape   *workerShape
+	ceiling gpu.Function
+}
+
+// workerShape is the device state of the current job.
+type workerShape struct {
+	fam        variants.Family
+	rows, cols int
+	bytes      int
+	data       *jobData
+	copies     map[int][]gpu.DevPtr // layout → rotating weight copies
+	nCopies    int
+	x, y       gpu.DevPtr
+	stockBits  []uint32
+	stream     gpu.Stream
+	batch      int
+	graphs     map[string]gpu.GraphExec
+}
+
+func serveWorker(in io.Reader, out io.Writer) int {
+	w := &worker{mods: map[string]*loadedModule{}}
+	dec := json.NewDecoder(bufio.NewReaderSize(in, 1<<20))
+	enc := json.NewEncoder(out)
+	for {
+		var req request
+		if err := dec.Decode(&req); err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0
+			}
+			_ = enc.Encode(response{Err: "bad request: " + err.Error(), Fatal: true})
+			return 1
+		}
+		if req.Op == opQuit {
+			_ = enc.Encode(response{OK: true})
+			return 0
+		}
+		resp := w.handle(req)
+		if resp.Err != "" && !resp.Fatal && w.dev != nil {
+			// A sticky error can surface on a later call: probe the context.
+			if err := w.dev.Do(func(c *gpu.Ctx) error { return c.Synchronize() }); gpu.IsSticky(err) {
+				resp.Fatal = true
+			}
+		}
+		if err := enc.Encode(resp); err != nil {
+			return 1
+		}
+		if resp.Fatal {
+			return 3
+		}
+	}
+}
+
+func fail(status string, err error) response {
+	return response{Err: err.Error(), Status: status, Fatal: gpu.IsSticky(err)}
+}
+
+func (w *worker) handle(req request) response {
+	if req.Op != opInit && w.dev == nil {
+		return response{Err: "worker: init first", Fatal: true}
+	}
+	switch req.Op {
+	case opInit:
+		return w.init(req)
+	case opModules:
+		return w.loadModules(req)
+	case opShape:
+		return w.setShape(req)
+	case opVerify:
+		return w.verify(req.ID)
+	case opMeasure:
+		return w.measure(req.IDs, req.Rounds)
+	}
+	return response{Err: fmt.Sprintf("worker: unknown op %q", req.Op), Fatal: true}
+}
+
+func (w *worker) init(req request) response {
+	dev, err := gpu.Open(req.Device)
+	if err != nil {
+		return response{Err: err.Error(), Fatal: true}
+	}
+	w.dev, w.info = dev, dev.Info()
+	gbs, err := w.measureCeiling(req.Ceiling)
+	if err != nil {
+		return response{Err: "read ceiling: " + err.Error(), Fatal: true}
+	}
+	info := w.info
+	return response{OK: true, Info: &info, CeilingGBs: gbs}
+}
+
+func (w *worker) loadModules(req request) response {
+	attrs := map[string]moduleAttrs{}
+	err := w.dev.Do(func(c *gpu.Ctx) error {
+		for _, m := range req.Modules {
+			if old, ok := w.mods[m.ID]; ok {
+				_ = c.UnloadModule(old.mod)
+				delete(w.mods, m.ID)
+			}
+			mod, err := c.LoadModule(m.Cubin)
+			if err != nil {
+				if gpu.IsSticky(err) {
+					return err
+				}
+				attrs[m.ID] = moduleAttrs{Err: err.Error()}
+				continue
+			}
+			fn, err := c.Function(mod, variants.KernelName)
+			if err != nil {
+				attrs[m.ID] = moduleAttrs{Err: err.Error()}
+				_ = c.UnloadModule(mod)
+				continue
+			}
+			fi, err := c.FuncInfo(fn)
+			if err != nil {
+				attrs[m.ID] = moduleAttrs{Err: err.Error()}
+				continue
+			}
+			a := moduleAttrs{Registers: fi.Registers, LocalBytes: fi.LocalBytes, SharedBytes: fi.SharedBytes}
+			w.mods[m.ID] = &loadedModule{params: m.Params, mod: mod, fn: fn, attrs: a}
+			attrs[m.ID] = a
+		}
+		return nil
+	})
+	if err != nil {
+		return fail("fault", err)
+	}
+	return response{OK: true, Attrs: attrs}
+}
+
+// setShape frees the previous job's buffers, makes fresh random data, runs
+// stock, checks it against the float64 reference, and answers the
+// occupancy of every loaded module at this shape.
+func (w *worker) setShape(req request) response {
+	w.freeShape()
+	fam, err := variants.FamilyOf(req.Format)
+	if err != nil {
+		return response{Err: err.Error()}
+	}
+	data, err := makeJobData(fam.Format(), req.Rows, req.Cols, req.Seed)
+	if err != nil {
+		return response{Err: err.Error()}
+	}
+	s := &workerShape{fam: fam, rows: req.Rows, cols: req.Cols, bytes: len(data.raw), data: data,
+		copies: map[int][]gpu.DevPtr{}, graphs: map[string]gpu.GraphExec{}}
+	// Enough copies that the rotation exceeds 4 × L2: every launch reads DRAM.
+	s.nCopies = max(2, int(math.Ceil(4*float64(w.info.L2Bytes)/float64(s.bytes)))+1)
+	est := float64(s.bytes)/3e12 + 3e-6
+	s.batch = int(math.Ceil(targetBatch.Seconds() / est))
+	s.batch = min(max(s.batch, s.nCopies), maxBatch)
+	s.batch = (s.batch + s.nCopies - 1) / s.nCopies * s.nCopies
+	w.shape = s
+	attrs := map[string]moduleAttrs{}
+	err = w.dev.Do(func(c *gpu.Ctx) error {
+		var err error
+		if s.stream, err = c.NewStream(); err != nil {
+			return err
+		}
+		if s.x, err = c.Alloc(4 * req.Cols); err != nil {
+			return err
+		}
+		if err = c.CopyHtoD(s.x, gpu.Bytes(data.x)); err != nil {
+			return err
+		}
+		if s.y, err = c.Alloc(4 * req.Rows); err != nil {
+			return err
+		}
+		for id, m := range w.mods {
+			a := m.attrs
+			l := fam.Launch(m.params, req.Rows, req.Cols)
+			if err := w.prepare(c, m, l); err != nil {
+				a.Err = err.Error()
+			} else if a.BlocksPerSM, err = c.Occupancy(m.fn, int(l.Block[0]*l.Block[1]*l.Block[2]), int(l.SharedBytes)); err != nil {
+				a.Err = err.Error()
+			}
+			attrs[id] = a
+		}
+		return nil
+	})
+	if err != nil {
+		return fail("fault", fmt.Errorf("setting up %s %dx%d: %w", req.Format, req.Rows, req.Cols, err))
+	}
+	resp := w.verify(space.StockAlias)
+	if !resp.OK {
+		resp.Err = "stock: " + resp.Err
+		return resp
+	}
+	resp.Attrs = attrs
+	resp.Batch, resp.Copies = s.batch, s.nCopies
+	return resp
+}
+
+// prepare raises the function's dynamic shared memory limit when needed.
+func (w *worker) prepare(c *gpu.Ctx, m *loadedModule, l variants.Launch) error {
+	if int(l.SharedBytes) > w.info.SmemPerBlock {
+		return c.SetMaxDynamicShared(m.fn, int(l.SharedBytes))
+	}
+	return nil
+}
+
+// weights returns the rotating copies of the current job's weights in the
+// given layout, uploading them on first use.
+func (w *worker) weights(c *gpu.Ctx, layout int) ([]gpu.DevPtr, error) {
+	s := w.shape
+	if ptrs, ok := s.copies[layout]; ok {
+		return ptrs, nil
+	}
+	b, err := s.fam.Repack(s.data.raw, s.rows, s.cols, layout)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != s.bytes {
+		return nil, fmt.Errorf("layout %d has %d bytes, raw %d: repacking must keep the bytes", layout, len(b), s.bytes)
+	}
+	ptrs := make([]gpu.DevPtr, s.nCopies)
+	for i := range ptrs {
+		if ptrs[i], err = c.Alloc(len(b)); err != nil {
+			return nil, err
+		}
+		if err := c.CopyHtoD(ptrs[i], b); err != nil {
+			return nil, err
+		}
+	}
+	s.copies[layout] = ptrs
+	return ptrs, nil
+}
+
+func (w *worker) module(id string) (*loadedModule, error) {
+	if id == space.StockAlias {
+		id = space.Stock.ID()
+	}
+	m, ok := w.mods[id]
+	if !ok {
+		return nil, fmt.Errorf("module %s not loaded", id)
+	}
+	return m, nil
+}
+
+// verify runs candidate id once on poisoned output and checks it: every
+// output finite, within the family's bound of the reference, and, for
+// exact-class candidates, bit-identical to stock. Stock ("v1") is checked
+// against the reference only and becomes the comparison for the others.
+func (w *worker) verify(id string) response {
+	s := w.shape
+	if s == nil {
+		return response{Err: "verify: no shape set"}
+	}
+	m, err := w.module(id)
+	if err != nil {
+		return response{Err: err.Error(), Status: "fault"}
+	}
+	y := make([]float32, s.rows)
+	err = w.dev.Do(func(c *gpu.Ctx) error {
+		ptrs, err := w.weights(c, m.params.L)
+		if err != nil {
+			return err
+		}
+		if err := c.Memset(s.y, 0xFF, 4*s.rows); err != nil { // NaN poison
+			return err
+		}
+		args, err := gpu.NewArgs(ptrs[0], s.x, s.y, int32(s.rows), int32(s.cols))
+		if err != nil {
+			return err
+		}
+		l := s.fam.Launch(m.params, s.rows, s.cols)
+		if err := c.Launch(m.fn, gpu.LaunchConfig{Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Stream: s.stream}, args); err != nil {
+			return err
+		}
+		if err := c.WaitStream(s.stream, verifyTimeout); err != nil {
+			return err
+		}
+		return c.CopyDtoH(gpu.Bytes(y), s.y)
+	})
+	if errors.Is(err, gpu.ErrTimeout) {
+		return response{Err: err.Error(), Status: "timeout", Fatal: true}
+	}
+	if err != nil {
+		return fail("fault", err)
+	}
+	rel, finite := relL2(y, s.data.ref)
+	resp := response{OK: true, RelErr: rel}
+	bound := s.fam.ErrorBound()
+	switch {
+	case !finite:
+		return response{Err: fmt.Sprintf("%d of %d outputs not finite (unwritten or NaN)", countNonFinite(y), len(y)), Status: "mismatch", RelErr: rel}
+	case !(rel <= bound):
+		return response{Err: fmt.Sprintf("relative L2 error %.3g > bound %.3g", rel, bound), Status: "mismatch", RelErr: rel}
+	}
+	bits := unsafe.Slice((*uint32)(unsafe.Pointer(&y[0])), len(y))
+	if s.stockBits == nil {
+		s.stockBits = append([]uint32(nil), bits...)
+		return resp
+	}
+	var diffs int
+	var maxAbs float64
+	for i, b := range bits {
+		if b != s.stockBits[i] {
+			diffs++
+			maxAbs = math.Max(maxAbs, math.Abs(float64(y[i])-float64(math.Float32frombits(s.stockBits[i]))))
+		}
+	}
+	resp.MaxAbsDiff = maxAbs
+	if diffs > 0 && s.fam.Class(m.params) == variants.Exact {
+		return response{Err: fmt.Sprintf("exact class but %d of %d outputs differ from stock (max |diff| %.3g)", diffs, len(y), maxAbs),
+			Status: "mismatch", RelErr: rel, MaxAbsDiff: maxAbs}
+	}
+	return resp
+}
+
+func countNonFinite(y []float32) int {
+	n := 0
+	for _, v := range y {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			n++
+		}
+	}
+	return n
+}
+
+// graph returns the captured batch of launches of candidate id, rotating
+// over the weight copies, so a timed sample measures kernels and not the
+// CPU's launch rate.
+func (w *worker) graph(c *gpu.Ctx, id string) (gpu.GraphExec, error) {
+	s := w.shape
+	if g, ok := s.graphs[id]; ok {
+		return g, nil
+	}
+	m, err := w.module(id)
+	if err != nil {
+		return 0, err
+	}
+	ptrs, err := w.weights(c, m.params.L)
+	if err != nil {
+		return 0, err
+	}
+	l := s.fam.Launch(m.params, s.rows, s.cols)
+	cfg := gpu.LaunchConfig{Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Stream: s.stream}
+	args := make([]*gpu.Args, len(ptrs))
+	for i, p := range ptrs {
+		if args[i], err = gpu.NewArgs(p, s.x, s.y, int32(s.rows), int32(s.cols)); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.BeginCapture(s.stream); err != nil {
+		return 0, err
+	}
+	for i := 0; i < s.batch; i++ {
+		if err := c.Launch(m.fn, cfg, args[i%len(args)]); err != nil {
+			_, _ = c.EndCapture(s.stream)
+			return 0, err
+		}
+	}
+	g, err := c.EndCapture(s.stream)
+	if err != nil {
+		return 0, err
+	}
+	exec, err := c.Instantiate(g)
+	_ = c.DestroyGraph(g)
+	if err != nil {
+		return 0, err
+	}
+	s.graphs[id] = exec
+	return exec, nil
+}
+
+// measure times ids interleaved: each round replays every candidate's batch
+// once, in order (A B C A B C …), so drift hits all alike. One warm-up
+// round is not kept. A sample is µs per launch.
+func (w *worker) measure(ids []string, rounds int) response {
+	s := w.shape
+	if s == nil {
+		return response{Err: "measure: no shape set"}
+	}
+	samples := make(map[string][]float64, len(ids))
+	err := w.dev.Do(func(c *gpu.Ctx) error {
+		execs := make([]gpu.GraphExec, len(ids))
+		for i, id := range ids {
+			g, err := w.graph(c, id)
+			if err != nil {
+				return fmt.Errorf("%s: %w", id, err)
+			}
+			execs[i] = g
+		}
+		events := make([]gpu.Event, len(ids)+1)
+		for i := range events {
+			e, err := c.NewEvent()
+			if err != nil {
+				return err
+			}
+			events[i] = e
+			defer c.DestroyEvent(e)
+		}
+		for r := -1; r < rounds; r++ {
+			if err := c.Record(events[0], s.stream); err != nil {
+				return err
+			}
+			for i, g := range execs {
+				if err := c.LaunchGraph(g, s.stream); err != nil {
+					return fmt.Errorf("%s: %w", ids[i], err)
+				}
+				if err := c.Record(events[i+1], s.stream); err != nil {
+					return err
+				}
+			}
+			if err := c.WaitEvent(events[len(ids)], roundTimeout); err != nil {
+				return err
+			}
+			if r < 0 {
+				continue // warm-up
+			}
+			for i, id := range ids {
+				d, err := c.Elapsed(events[i], events[i+1])
+				if err != nil {
+					return err
+				}
+				samples[id] = append(samples[id], float64(d.Nanoseconds())/1e3/float64(s.batch))
+			}
+		}
+		return nil
+	})
+	if errors.Is(err, gpu.ErrTimeout) {
+		return response{Err: err.Error(), Status: "timeout", Fatal: true}
+	}
+	if err != nil {
+		return fail("fault", err)
+	}
+	return response{OK: true, Samples: samples, Batch: s.batch}
+}
+
+func (w *worker) freeShape() {
+	s := w.shape
+	if s == nil {
+		return
+	}
+	w.shape = nil
+	_ = w.dev.Do(func(c *gpu.Ctx) error {
+		for _, g := range s.graphs {
+			_ = c.DestroyGraphExec(g)
+		}
+		for _, ptrs := range s.copies {
+			for _, p := range ptrs {
+				_ = c.Free(p)
+			}
+		}
+		_ = c.Free(s.x)
+		_ = c.Free(s.y)
+		if s.stream != 0 {
+			_ = c.DestroyStream(s.stream)
+		}
+		return nil
+	})
+}
+
+// ceilingSource is a plain streaming read: every thread reads 16-byte words
+// in a grid-stride loop, several in flight, and folds them so the compiler
+// keeps the loads. Its GB/s on a buffer far larger than L2 is the device's
+// read ceiling, the yardstick for every variant's GB/s.
+const ceilingSource = `
+extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n, unsigned* out) {
+    unsigned acc = 0;
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        uint4 a = __ldg(p + i), b = __ldg(p + i + stride), c = __ldg(p + i + 2 * stride), d = __ldg(p + i + 3 * stride);
+        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    }
+    for (; i < n; i += stride) { uint4 a = __ldg(p + i); acc ^= a.x ^ a.y ^ a.z ^ a.w; }
+    if (acc == 0x9e3779b9u) out[0] = acc;
+}
+`
+
+// measureCeiling times the streaming read over 1 GiB (well past 4 × L2)
+// for a few grid sizes and returns the best median GB/s.
+func (w *worker) measureCeiling(cubin []byte) (float64, error) {
+	const bytes = 1 << 30
+	var best float64
+	err := w.dev.Do(func(c *gpu.Ctx) error {
+		mod, err := c.LoadModule(cubin)
+		if err != nil {
+			return err
+		}
+		defer c.UnloadModule(mod)
+		fn, err := c.Function(mod, "read_ceiling")
+		if err != nil {
+			return err
+		}
+		buf, err := c.Alloc(bytes)
+		if err != nil {
+			return err
+		}
+		defer c.Free(buf)
+		if err := c.Memset(buf, 0x5A, bytes); err != nil {
+			return err
+		}
+		out, err := c.Alloc(4)
+		if err != nil {
+			return err
+		}
+		defer c.Free(out)
+		args, err := gpu.NewArgs(buf, uint32(bytes/16), out)
+		if err != nil {
+			return err
+		}
+		e0, _ := c.NewEvent()
+		e1, _ := c.NewEvent()
+		defer c.DestroyEvent(e0)
+		defer c.DestroyEvent(e1)
+		for _, blocksPerSM := range []int{2, 4, 8} {
+			cfg := gpu.LaunchConfig{Grid: [3]uint32{uint32(w.info.SMs * blocksPerSM), 1, 1}, Block: [3]uint32{512, 1, 1}}
+			var times []float64
+			for rep := 0; rep < 12; rep++ {
+				if err := c.Record(e0, 0); err != nil {
+					return err
+				}
+				if err := c.Launch(fn, cfg, args); err != nil {
+					return err
+				}
+				if err := c.Record(e1, 0); err != nil {
+					return err
+				}
+				if err := c.WaitEvent(e1, roundTimeout); err != nil {
+					return err
+				}
+				d, err := c.Elapsed(e0, e1)
+				if err != nil {
+					return err
+				}
+				if rep >= 2 {
+					times = append(times, d.Seconds())
+				}
+			}
+			sort.Float64s(times)
+			if gbs := bytes / times[len(times)/2] / 1e9; gbs > best {
+				best = gbs
+			}
+		}
+		return nil
+	})
+	return best, err
+}

@@ -1,0 +1,365 @@
+package variants_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+var (
+	devOnce sync.Once
+	theDev  *gpu.Device
+	devErr  error
+)
+
+// openDevice returns GPU 0 (opened once for the package) or skips.
+func openDevice(t *testing.T) *gpu.Device {
+	t.Helper()
+	devOnce.Do(func() { theDev, devErr = gpu.Open(0) })
+	if devErr != nil {
+		t.Skipf("skipping: no usable GPU (%v)", devErr)
+	}
+	return theDev
+}
+
+// deviceCubins picks NVRTC for the device's arch, else $GEMV_TEST_CUBINS.
+func deviceCubins(t *testing.T, arch gpu.Arch) *cubinSource {
+	t.Helper()
+	if libs, err := gpu.FindNVRTC(); err == nil {
+		if n, err := gpu.ChooseNVRTC(libs, arch); err == nil {
+			return &cubinSource{n: n, arch: arch}
+		}
+	}
+	if dir := os.Getenv(envCubins); dir != "" {
+		return &cubinSource{dir: dir, arch: arch}
+	}
+	t.Skipf("skipping: no NVRTC for %s and %s not set", arch, envCubins)
+	return nil
+}
+
+// testShape is one shape of the GPU test and the variants it runs.
+type testShape struct {
+	name       string
+	rows, cols int
+	big        bool // run only bigSample
+}
+
+// shapesFor covers every gate arm of f: rows not a multiple of r*w, the
+// smallest legal cols, a K tail (chunks per row not a multiple of 32*u for
+// any u), and the model shapes.
+func shapesFor(f variants.Family) []testShape {
+	step := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 256, "affine4": 64, "bf16": 8}[f.Format().Name()]
+	chunksPerStep := map[string]int{"q4_0": 1, "q8_0": 1, "q4_K": 4, "affine4": 2, "bf16": 1}[f.Format().Name()]
+	tailCols := step * (293 / chunksPerStep) // 293 or 292 or 292 chunks: never a multiple of 32*u
+	return []testShape{
+		{"smallest-cols", 37, step, false},
+		{"k-tail", 67, tailCols, false},
+		{"1024x4096", 1024, 4096, false},
+		{"4096x14336", 4096, 14336, false},
+		{"28672x8192", 28672, 8192, true},
+	}
+}
+
+// gpuCase is the device data of one shape: raw and repacked weights, x, y.
+type gpuCase struct {
+	rows, cols int
+	w          map[int]gpu.DevPtr // by layout
+	x, y       gpu.DevPtr
+	ref        []float64
+	bytes      int64
+}
+
+func (c *gpuCase) free(dev *gpu.Device) {
+	for _, p := range c.w {
+		dev.Free(p)
+	}
+	dev.Free(c.x)
+	dev.Free(c.y)
+}
+
+// newCase quantizes random weights, computes the float64 reference and
+// uploads every layout of f, x, and a y buffer.
+func newCase(t *testing.T, dev *gpu.Device, f variants.Family, rows, cols int, seed uint64) *gpuCase {
+	t.Helper()
+	fm := f.Format()
+	raw := randomQuantized(t, fm, rows, cols, seed)
+	rng := rand.New(rand.NewPCG(seed, 77))
+	x := randomFloats(rng, cols)
+	ref, err := fm.Reference(raw, x, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &gpuCase{rows: rows, cols: cols, w: map[int]gpu.DevPtr{}, ref: ref, bytes: int64(len(raw))}
+	upload := func(b []byte) gpu.DevPtr {
+		p, err := dev.Alloc(len(b))
+		if err == nil {
+			err = dev.CopyHtoD(p, b)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, l := range f.Layouts() {
+		b, err := f.Repack(raw, rows, cols, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.w[l] = upload(b)
+	}
+	c.x = upload(gpu.Bytes(x))
+	y, err := dev.Alloc(rows * 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.y = y
+	return c
+}
+
+// loaded is one variant's module on the device.
+type loaded struct {
+	p   space.Params
+	m   gpu.Module
+	fn  gpu.Function
+	inf gpu.FuncInfo
+}
+
+// run launches v on c with y poisoned by NaN and returns y.
+func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase) ([]float32, error) {
+	l := f.Launch(v.p, c.rows, c.cols)
+	out := make([]byte, c.rows*4)
+	err := dev.Do(func(ctx *gpu.Ctx) error {
+		if err := ctx.Memset(c.y, 0xFF, c.rows*4); err != nil { // 0xFFFFFFFF is a NaN
+			return err
+		}
+		if l.SharedBytes > 48*1024 {
+			if err := ctx.SetMaxDynamicShared(v.fn, int(l.SharedBytes)); err != nil {
+				return err
+			}
+		}
+		args, err := gpu.NewArgs(c.w[v.p.L], c.x, c.y, int32(c.rows), int32(c.cols))
+		if err != nil {
+			return err
+		}
+		if err := ctx.Launch(v.fn, gpu.LaunchConfig{Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes}, args); err != nil {
+			return err
+		}
+		if err := ctx.WaitStream(0, 10*time.Second); err != nil {
+			return err
+		}
+		return ctx.CopyDtoH(out, c.y)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", v.p.ID(), err)
+	}
+	y := make([]float32, c.rows)
+	for i := range y {
+		y[i] = math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
+	}
+	return y, nil
+}
+
+// relL2 is ||y - ref|| / ||ref||; NaN anywhere gives NaN.
+func relL2(y []float32, ref []float64) float64 {
+	var num, den float64
+	for i, v := range y {
+		d := float64(v) - ref[i]
+		num += d * d
+		den += ref[i] * ref[i]
+	}
+	return math.Sqrt(num / den)
+}
+
+// TestFamiliesOnGPU runs, for every family, every variant that passes its
+// gate (-short: a sample) on fresh random data with NaN-poisoned outputs and
+// checks it is bit-identical to the family's v1 and within ErrorBound of the
+// float64 reference.
+func TestFamiliesOnGPU(t *testing.T) {
+	dev := openDevice(t)
+	info := dev.Info()
+	lim := space.Limits{Arch: info.Arch.String(), RegsPerSM: info.RegsPerSM, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: info.MaxThreadsPerSM, MaxThreadsPerBlock: info.MaxThreadsPerBlock,
+		MaxBlocksPerSM: info.MaxBlocksPerSM, SmemPerSM: info.SmemPerSM,
+		SmemPerBlockDefault: info.SmemPerBlock, SmemPerBlockOptin: info.SmemPerBlockOptin}
+	src := deviceCubins(t, info.Arch)
+	t.Logf("device %s", info)
+	for i, f := range variants.Families() {
+		t.Run(f.Format().Name(), func(t *testing.T) {
+			testFamily(t, dev, src, lim, f, uint64(i+1))
+		})
+	}
+}
+
+func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limits, f variants.Family, seed uint64) {
+	name := f.Format().Name()
+	ps := gpuVariants(f, lim)
+	start := time.Now()
+	bs, err := src.build(f, ps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: %d variants built in %v", name, len(bs), time.Since(start).Round(time.Millisecond))
+	mods := make(map[space.Params]loaded, len(bs))
+	spills := 0
+	for _, b := range bs {
+		var v loaded
+		v.p = b.p
+		err := dev.Do(func(ctx *gpu.Ctx) error {
+			var err error
+			if v.m, err = ctx.LoadModule(b.cubin); err != nil {
+				return err
+			}
+			if v.fn, err = ctx.Function(v.m, variants.KernelName); err != nil {
+				return err
+			}
+			v.inf, err = ctx.FuncInfo(v.fn)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("%s %s: loading: %v", name, b.p.ID(), err)
+		}
+		if v.inf.LocalBytes > 0 {
+			spills++
+		}
+		mods[b.p] = v
+	}
+	defer dev.Do(func(ctx *gpu.Ctx) error {
+		for _, v := range mods {
+			ctx.UnloadModule(v.m)
+		}
+		return nil
+	})
+	t.Logf("%s: %d of %d variants use local memory (spills)", name, spills, len(mods))
+	big := map[space.Params]bool{}
+	for _, p := range bigSample(f) {
+		big[p] = true
+	}
+	for si, sh := range shapesFor(f) {
+		t.Run(sh.name, func(t *testing.T) {
+			c := newCase(t, dev, f, sh.rows, sh.cols, seed*100+uint64(si))
+			defer c.free(dev)
+			stock := mods[space.Stock]
+			want, err := run(dev, f, stock, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := relL2(want, c.ref)
+			if !(e <= f.ErrorBound()) {
+				t.Fatalf("v1: relative L2 error %.3g vs reference > bound %.3g", e, f.ErrorBound())
+			}
+			maxErr, ran, failed := e, 0, 0
+			for _, v := range mods {
+				if v.p.IsStock() || (sh.big && !big[v.p]) {
+					continue
+				}
+				if f.Gate(v.p, sh.rows, sh.cols) != nil ||
+					space.Check(v.p, lim, int(f.Launch(v.p, sh.rows, sh.cols).SharedBytes)) != nil {
+					continue
+				}
+				ran++
+				y, err := run(dev, f, v, c)
+				if err != nil {
+					var ce *gpu.CUDAError
+					if errors.As(err, &ce) && gpu.IsSticky(err) {
+						t.Fatalf("%v (context poisoned)", err)
+					}
+					t.Errorf("%v", err)
+					failed++
+					continue
+				}
+				if i, ok := firstDiff(y, want); !ok {
+					if failed++; failed <= 5 {
+						t.Errorf("%s: y[%d] = %08x, v1 gave %08x (not bit-identical)", v.p.ID(), i,
+							math.Float32bits(y[i]), math.Float32bits(want[i]))
+					}
+					if e := relL2(y, c.ref); !(e <= f.ErrorBound()) && failed <= 5 {
+						t.Errorf("%s: relative L2 error %.3g > bound %.3g", v.p.ID(), e, f.ErrorBound())
+					}
+					continue
+				}
+				maxErr = max(maxErr, relL2(y, c.ref))
+			}
+			t.Logf("%s %dx%d: %d variants bit-identical to v1 (%d failed); rel L2 error %.3g (bound %.3g)",
+				name, sh.rows, sh.cols, ran-failed, failed, maxErr, f.ErrorBound())
+			if sh.big {
+				timeVariants(t, dev, f, mods, c)
+			}
+		})
+	}
+}
+
+// firstDiff returns the first index where a and b differ bitwise.
+func firstDiff(a, b []float32) (int, bool) {
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			return i, false
+		}
+	}
+	return 0, true
+}
+
+// timeVariants logs a quick timing of the big-shape sample (CUDA events, 20
+// launches after 3 warm-ups; the weights stay in L2 only partly). This is
+// an indication, not the tuner's measurement.
+func timeVariants(t *testing.T, dev *gpu.Device, f variants.Family, mods map[space.Params]loaded, c *gpuCase) {
+	for _, p := range bigSample(f) {
+		v, ok := mods[p]
+		if !ok {
+			continue
+		}
+		l := f.Launch(p, c.rows, c.cols)
+		var el time.Duration
+		const n = 20
+		err := dev.Do(func(ctx *gpu.Ctx) error {
+			args, err := gpu.NewArgs(c.w[p.L], c.x, c.y, int32(c.rows), int32(c.cols))
+			if err != nil {
+				return err
+			}
+			cfg := gpu.LaunchConfig{Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes}
+			for i := 0; i < 3; i++ {
+				if err := ctx.Launch(v.fn, cfg, args); err != nil {
+					return err
+				}
+			}
+			e0, err := ctx.NewEvent()
+			if err != nil {
+				return err
+			}
+			defer ctx.DestroyEvent(e0)
+			e1, err := ctx.NewEvent()
+			if err != nil {
+				return err
+			}
+			defer ctx.DestroyEvent(e1)
+			ctx.Record(e0, 0)
+			for i := 0; i < n; i++ {
+				if err := ctx.Launch(v.fn, cfg, args); err != nil {
+					return err
+				}
+			}
+			ctx.Record(e1, 0)
+			if err := ctx.WaitEvent(e1, 10*time.Second); err != nil {
+				return err
+			}
+			el, err = ctx.Elapsed(e0, e1)
+			return err
+		})
+		if err != nil {
+			t.Errorf("timing %s: %v", p.ID(), err)
+			continue
+		}
+		us := float64(el.Nanoseconds()) / 1e3 / n
+		t.Logf("timing %s %s %dx%d: %.1f µs, %.0f GB/s, %d regs, %d B local",
+			f.Format().Name(), p.ID(), c.rows, c.cols, us, float64(c.bytes)/us/1e3, v.inf.Registers, v.inf.LocalBytes)
+	}
+}

@@ -1,0 +1,7 @@
+package variants
+
+// The q4_0 family: one 18-byte GGUF block per chunk, raw (l=0, 2-byte
+// aligned loads) or planar (l=1, one 16-byte load plus the scale).
+func init() {
+	registerFamily(newFamily("q4_0", "kernels/q4_0.cu", 32, []int{0, 1}, boundF32))
+}

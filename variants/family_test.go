@@ -1,0 +1,191 @@
+package variants_test
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+func mustFamily(t *testing.T, name string) variants.Family {
+	t.Helper()
+	f, err := variants.FamilyOf(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func mustParse(t *testing.T, id string) space.Params {
+	t.Helper()
+	p, err := space.Parse(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestEveryFormatHasFamily(t *testing.T) {
+	for _, name := range variants.FormatNames {
+		f := mustFamily(t, name)
+		if f.Format().Name() != name {
+			t.Errorf("family %s reports format %s", name, f.Format().Name())
+		}
+		if f.Format().BlockWeights() == 0 {
+			t.Errorf("family %s: format not registered", name)
+		}
+		if f.Class(space.Stock) != variants.Exact {
+			t.Errorf("%s: stock class %s", name, f.Class(space.Stock))
+		}
+		if b := f.ErrorBound(); b <= 0 || b > 1e-2 {
+			t.Errorf("%s: error bound %g", name, b)
+		}
+	}
+}
+
+func TestSourceHeaderAndHash(t *testing.T) {
+	hashes := map[string]string{}
+	for _, f := range variants.Families() {
+		name := f.Format().Name()
+		src, err := f.Source(mustParse(t, "r3f2u4s1w16"))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, want := range []string{"#define GEMV_R 3\n", "#define GEMV_F 2\n", "#define GEMV_U 4\n",
+			"#define GEMV_S 1\n", "#define GEMV_W 16\n", "#define GEMV_L 0\n", `extern "C" __global__`, "GEMV_DEFINE_KERNEL"} {
+			if !strings.Contains(src, want) {
+				t.Errorf("%s source lacks %q", name, want)
+			}
+		}
+		if strings.Contains(src, "#include") {
+			t.Errorf("%s source includes a header", name)
+		}
+		h := f.SourceHash()
+		if len(h) != 16 || strings.Trim(h, "0123456789abcdef") != "" {
+			t.Errorf("%s: hash %q is not 16 hex chars", name, h)
+		}
+		if other, dup := hashes[h]; dup {
+			t.Errorf("%s and %s share source hash %s", name, other, h)
+		}
+		hashes[h] = name
+		if h != f.SourceHash() {
+			t.Errorf("%s: hash not stable", name)
+		}
+		a, _ := f.Source(space.Stock)
+		if a == src {
+			t.Errorf("%s: source does not depend on the knobs", name)
+		}
+	}
+}
+
+func TestSourceRejects(t *testing.T) {
+	tests := []struct {
+		format string
+		p      space.Params
+		want   string
+	}{
+		{"q4_K", space.Params{R: 1, U: 1, W: 8, L: 1}, "q4_K has no layout l=1 (accepted: 0)"},
+		{"bf16", space.Params{R: 5, U: 1, W: 8}, "r=5"},
+		{"q4_0", space.Params{R: 1, U: 3, W: 8}, "u=3"},
+	}
+	for _, tc := range tests {
+		if _, err := mustFamily(t, tc.format).Source(tc.p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s Source(%+v) = %v, want %q", tc.format, tc.p, err, tc.want)
+		}
+	}
+}
+
+func TestGate(t *testing.T) {
+	v1 := space.Stock
+	l1 := mustParse(t, "r1f0u1s0w8l1")
+	tests := []struct {
+		format     string
+		p          space.Params
+		rows, cols int
+		want       string // "" = accepted
+	}{
+		{"q4_0", v1, 1, 32, ""},
+		{"q4_0", v1, 4096, 4100, "q4_0 needs cols a multiple of 32, got 4100"},
+		{"q4_0", l1, 4096, 4096, ""},
+		{"q8_0", l1, 7, 96, ""},
+		{"q8_0", v1, 0, 64, "rows and cols ≥ 1, got 0x64"},
+		{"q8_0", v1, 3, -32, "got 3x-32"},
+		{"q4_K", v1, 1, 256, ""},
+		{"q4_K", v1, 1, 128, "q4_K needs cols a multiple of 256, got 128"},
+		{"q4_K", l1, 1, 256, "no layout l=1"},
+		{"affine4", v1, 5, 64, ""},
+		{"affine4", v1, 5, 32, "affine4 needs cols a multiple of 64, got 32"},
+		{"affine4", l1, 5, 64, "no layout l=1"},
+		{"bf16", v1, 1, 8, ""},
+		{"bf16", v1, 1, 12, "bf16 needs cols a multiple of 8, got 12"},
+		{"bf16", space.Params{R: 7, U: 1, W: 8}, 1, 8, "r=7"},
+		{"bf16", v1, 128256, 4096, ""},
+		{"bf16", v1, 1 << 30, 1 << 20, "more than"},
+	}
+	for _, tc := range tests {
+		err := mustFamily(t, tc.format).Gate(tc.p, tc.rows, tc.cols)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s Gate(%s, %dx%d) = %v", tc.format, tc.p, tc.rows, tc.cols, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s Gate(%s, %dx%d) = %v, want %q", tc.format, tc.p, tc.rows, tc.cols, err, tc.want)
+		}
+		if err != nil && !strings.Contains(tc.want, "=") && !errors.Is(err, variants.ErrShape) {
+			t.Errorf("%s Gate(%dx%d): %v does not wrap ErrShape", tc.format, tc.rows, tc.cols, err)
+		}
+	}
+}
+
+func TestLaunch(t *testing.T) {
+	tests := []struct {
+		id         string
+		rows, cols int
+		grid       uint32
+		block      uint32
+		smem       uint32
+	}{
+		{"v1", 4096, 4096, 512, 256, 0},
+		{"r3f0u1s0w4", 4096, 4096, 342, 128, 0},
+		{"r1f0u1s1w16", 1000, 14336, 63, 512, 14336 * 4},
+		{"r8f0u1s0w2", 1, 64, 1, 64, 0},
+	}
+	f := mustFamily(t, "q8_0")
+	for _, tc := range tests {
+		l := f.Launch(mustParse(t, tc.id), tc.rows, tc.cols)
+		if l.Grid != [3]uint32{tc.grid, 1, 1} || l.Block != [3]uint32{tc.block, 1, 1} || l.SharedBytes != tc.smem {
+			t.Errorf("Launch(%s, %dx%d) = %+v, want grid %d block %d smem %d", tc.id, tc.rows, tc.cols, l, tc.grid, tc.block, tc.smem)
+		}
+	}
+}
+
+func TestRepack(t *testing.T) {
+	const rows, cols = 3, 64
+	for _, name := range []string{"q4_0", "q8_0", "bf16"} {
+		f := mustFamily(t, name)
+		raw := randomQuantized(t, f.Format(), rows, cols, 1)
+		same, err := f.Repack(raw, rows, cols, 0)
+		if err != nil || !bytes.Equal(same, raw) {
+			t.Errorf("%s Repack l=0 changed the bytes (%v)", name, err)
+		}
+		planes, err := f.Repack(raw, rows, cols, 1)
+		if name == "bf16" {
+			if err == nil || !strings.Contains(err.Error(), "no layout l=1") {
+				t.Errorf("bf16 Repack l=1 = %v", err)
+			}
+			continue
+		}
+		want, _ := variants.RepackPlanes(name, raw, rows, cols)
+		if err != nil || !bytes.Equal(planes, want) || len(planes) != len(raw) {
+			t.Errorf("%s Repack l=1 differs from RepackPlanes (%v)", name, err)
+		}
+		if _, err := f.Repack(raw[:10], rows, cols, 1); err == nil {
+			t.Errorf("%s Repack accepted a short buffer", name)
+		}
+	}
+}

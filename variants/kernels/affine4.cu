@@ -1,0 +1,85 @@
+// gemvtune affine4 family (MLX affine, 4 bits, group 64). The buffer is MLX's
+// three tensors back to back: w plane (rows*cols/2 bytes, u32 words of 8
+// nibbles, low nibble first), scales plane (rows*cols/64 f16), biases plane
+// (same). Chunk = 32 weights = half a group: 16 bytes of the w plane (one
+// 16-byte load) plus the group's f16 scale and bias (the two lanes of a group
+// load the same address in one instruction).
+// Chunk expression, like MLX's qmv (f32, scale factored out):
+//   sq = fma chain of q*x over weights 0..31, sx = add chain of x,
+//   acc = acc + fma(scale, sq, bias*sx).
+#define GEMV_CHUNK 32
+
+struct Geo {
+    size_t rowBytes;  // w-plane bytes per row
+    size_t scaleOff;  // start of the scales plane
+    size_t biasOff;   // start of the biases plane
+    int ng;           // groups per row
+};
+
+__device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
+    Geo g;
+    g.ng = cols / 64;
+    g.rowBytes = (size_t)cols / 2;
+    g.scaleOff = (size_t)rows * g.rowBytes;
+    g.biasOff = g.scaleOff + (size_t)rows * (size_t)g.ng * 2;
+    return g;
+}
+
+struct Chunk { uint4 q; u32 s, b; };
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+    const size_t gi = row * (size_t)g.ng + (size_t)(c >> 1);
+    ch.q = gemv_ld128(W + row * g.rowBytes + (size_t)c * 16);
+    ch.s = gemv_ld16(W + g.scaleOff + gi * 2);
+    ch.b = gemv_ld16(W + g.biasOff + gi * 2);
+}
+
+__device__ __forceinline__ void chunk_zero(Chunk& ch) {
+    ch.q = make_uint4(0, 0, 0, 0);
+    ch.s = 0;
+    ch.b = 0;
+}
+
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+    float sq[GEMV_R];
+    float sx = 0.0f;
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) sq[i] = 0.0f;
+    // Word k (0..3) holds weights 8k..8k+7; byte b of it holds weight 8k+2b
+    // (low nibble) and 8k+2b+1 (high nibble).
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const float4 xa = gemv_x4(x, c * 8 + 2 * k);
+        const float4 xb = gemv_x4(x, c * 8 + 2 * k + 1);
+        sx = __fadd_rn(sx, xa.x);
+        sx = __fadd_rn(sx, xa.y);
+        sx = __fadd_rn(sx, xa.z);
+        sx = __fadd_rn(sx, xa.w);
+        sx = __fadd_rn(sx, xb.x);
+        sx = __fadd_rn(sx, xb.y);
+        sx = __fadd_rn(sx, xb.z);
+        sx = __fadd_rn(sx, xb.w);
+#pragma unroll
+        for (int i = 0; i < GEMV_R; i++) {
+            const u32 wk = k == 0 ? ch[i].q.x : k == 1 ? ch[i].q.y : k == 2 ? ch[i].q.z : ch[i].q.w;
+            const u32 lo = wk & 0x0F0F0F0Fu, hi = (wk >> 4) & 0x0F0F0F0Fu;
+            float t = sq[i];
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(lo, 0), GEMV_MAGIC), xa.x, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(hi, 0), GEMV_MAGIC), xa.y, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(lo, 1), GEMV_MAGIC), xa.z, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(hi, 1), GEMV_MAGIC), xa.w, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(lo, 2), GEMV_MAGIC), xb.x, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(hi, 2), GEMV_MAGIC), xb.y, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(lo, 3), GEMV_MAGIC), xb.z, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(hi, 3), GEMV_MAGIC), xb.w, t);
+            sq[i] = t;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) {
+        const float scale = gemv_h2f(ch[i].s), bias = gemv_h2f(ch[i].b);
+        acc[i] = __fadd_rn(acc[i], __fmaf_rn(scale, sq[i], __fmul_rn(bias, sx)));
+    }
+}
+
+GEMV_DEFINE_KERNEL

@@ -1,0 +1,40 @@
+// gemvtune bf16 family. Chunk = 8 weights (one 16-byte load); bf16 -> f32 is
+// bits << 16. Chunk expression: acc = fma chain over weights 0..7 of w*x.
+#define GEMV_CHUNK 8
+
+struct Geo { size_t rowBytes; };
+
+__device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
+    Geo g;
+    g.rowBytes = (size_t)cols * 2;
+    return g;
+}
+
+struct Chunk { uint4 q; };
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+    ch.q = gemv_ld128(W + row * g.rowBytes + (size_t)c * 16);
+}
+
+__device__ __forceinline__ void chunk_zero(Chunk& ch) { ch.q = make_uint4(0, 0, 0, 0); }
+
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+    const float4 xa = gemv_x4(x, c * 2);
+    const float4 xb = gemv_x4(x, c * 2 + 1);
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) {
+        const uint4 q = ch[i].q;
+        float t = acc[i];
+        t = __fmaf_rn(__uint_as_float(q.x << 16), xa.x, t);
+        t = __fmaf_rn(__uint_as_float(q.x & 0xFFFF0000u), xa.y, t);
+        t = __fmaf_rn(__uint_as_float(q.y << 16), xa.z, t);
+        t = __fmaf_rn(__uint_as_float(q.y & 0xFFFF0000u), xa.w, t);
+        t = __fmaf_rn(__uint_as_float(q.z << 16), xb.x, t);
+        t = __fmaf_rn(__uint_as_float(q.z & 0xFFFF0000u), xb.y, t);
+        t = __fmaf_rn(__uint_as_float(q.w << 16), xb.z, t);
+        t = __fmaf_rn(__uint_as_float(q.w & 0xFFFF0000u), xb.w, t);
+        acc[i] = t;
+    }
+}
+
+GEMV_DEFINE_KERNEL

@@ -1,0 +1,121 @@
+// gemvtune q4_0 family. Chunk = one block of 32 weights (f16 d + 16 qs bytes).
+// Weight j (0..15) = low nibble of qs[j], weight j+16 = high nibble; value (q-8)*d.
+// Chunk expression: s = fma chain over weights 0..31 of (q-8)*x; acc = fma(d, s, acc).
+#define GEMV_CHUNK 32
+
+struct Geo {
+    size_t rowBytes;  // bytes of one row (raw) or of one row's quant plane (l=1)
+    size_t scaleOff;  // l=1: start of the scale plane
+    int nb;           // blocks per row
+};
+
+__device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
+    Geo g;
+    g.nb = cols / 32;
+#if GEMV_L == 0
+    g.rowBytes = (size_t)g.nb * 18;
+    g.scaleOff = 0;
+#else
+    g.rowBytes = (size_t)g.nb * 16;
+    g.scaleOff = (size_t)rows * g.rowBytes;
+#endif
+    return g;
+}
+
+#if GEMV_L == 0
+// Raw blocks are 18 bytes, so only 2-byte aligned. A 4-byte aligned block is
+// read as words at +0,+4,+8,+12 and a u16 at +16; a misaligned one as a u16
+// at +0 and words at +2,+6,+10,+14. Both stay inside the block; the decode is
+// a funnel shift by 16 or 0, so lanes of either parity run the same code.
+struct Chunk { u32 w[4]; u32 h; u32 mis; };
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+    const unsigned char* p = W + row * g.rowBytes + (size_t)c * 18;
+    const u32 mis = (u32)(u64)p & 2u;
+    const unsigned char* pw = p + mis;
+    const unsigned char* ph = p + (mis ? 0 : 16);
+#pragma unroll
+    for (int i = 0; i < 4; i++) ch.w[i] = gemv_ld32(pw + 4 * i);
+    ch.h = gemv_ld16(ph);
+    ch.mis = mis;
+}
+
+__device__ __forceinline__ void chunk_zero(Chunk& ch) {
+#pragma unroll
+    for (int i = 0; i < 4; i++) ch.w[i] = 0;
+    ch.h = 0;
+    ch.mis = 2;
+}
+
+__device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d) {
+    const u32 sh = ch.mis ? 0u : 16u;
+#pragma unroll
+    for (int i = 0; i < 3; i++) q[i] = __funnelshift_r(ch.w[i], ch.w[i + 1], sh);
+    q[3] = __funnelshift_r(ch.w[3], ch.h, sh);
+    d = gemv_h2f(ch.mis ? ch.h : ch.w[0]);
+}
+#else
+// Planar layout (l=1): 16 qs bytes per block in the quant plane (each row
+// 16-byte aligned) plus the 2-byte d in the scale plane.
+struct Chunk { uint4 q; u32 h; };
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+    ch.q = gemv_ld128(W + row * g.rowBytes + (size_t)c * 16);
+    ch.h = gemv_ld16(W + g.scaleOff + (row * (size_t)g.nb + (size_t)c) * 2);
+}
+
+__device__ __forceinline__ void chunk_zero(Chunk& ch) {
+    ch.q = make_uint4(0, 0, 0, 0);
+    ch.h = 0;
+}
+
+__device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d) {
+    q[0] = ch.q.x; q[1] = ch.q.y; q[2] = ch.q.z; q[3] = ch.q.w;
+    d = gemv_h2f(ch.h);
+}
+#endif
+
+// (2^23 + nibble) - (2^23 + 8) = nibble - 8, exactly.
+#define Q4_OFF 8388616.0f
+
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+    u32 lo[GEMV_R][4], hi[GEMV_R][4];
+    float d[GEMV_R], s[GEMV_R];
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) {
+        u32 q[4];
+        chunk_decode(ch[i], q, d[i]);
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            lo[i][k] = q[k] & 0x0F0F0F0Fu;
+            hi[i][k] = (q[k] >> 4) & 0x0F0F0F0Fu;
+        }
+        s[i] = 0.0f;
+    }
+    // Piece p holds weights 8p..8p+7: low nibbles of words 2p, 2p+1 (p < 2),
+    // high nibbles of words 2p-4, 2p-3 (p >= 2).
+#pragma unroll
+    for (int p = 0; p < 4; p++) {
+        const float4 xa = gemv_x4(x, c * 8 + 2 * p);
+        const float4 xb = gemv_x4(x, c * 8 + 2 * p + 1);
+#pragma unroll
+        for (int i = 0; i < GEMV_R; i++) {
+            const u32 v0 = p < 2 ? lo[i][2 * p] : hi[i][2 * p - 4];
+            const u32 v1 = p < 2 ? lo[i][2 * p + 1] : hi[i][2 * p - 3];
+            float t = s[i];
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 0), Q4_OFF), xa.x, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 1), Q4_OFF), xa.y, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 2), Q4_OFF), xa.z, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 3), Q4_OFF), xa.w, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 0), Q4_OFF), xb.x, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 1), Q4_OFF), xb.y, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 2), Q4_OFF), xb.z, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 3), Q4_OFF), xb.w, t);
+            s[i] = t;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) acc[i] = __fmaf_rn(d[i], s[i], acc[i]);
+}
+
+GEMV_DEFINE_KERNEL

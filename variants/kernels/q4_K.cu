@@ -1,0 +1,98 @@
+// gemvtune q4_K family. Chunk = a quarter super-block, 64 weights: quarter j
+// of super-block sb is chunk c = 4*sb + j. Its 32 qs bytes hold sub-block 2j
+// (low nibbles) and 2j+1 (high nibbles); the 16-byte header (f16 d, f16 dmin,
+// 12 bytes of 6-bit scales and mins) is loaded by the 4 lanes of the
+// super-block in one instruction (same address: one transaction).
+// Values (ggml dequantize_row_q4_K): d1 = d*sc, m1 = dmin*m, w = d1*q - m1.
+// Chunk expression per half h (sub-block 2j+h, x[64c+32h .. +31]):
+//   sq = fma chain of q*x over the 32 weights, sx = add chain of x,
+//   acc = acc + fma(d1, sq, -(m1*sx)).
+#define GEMV_CHUNK 64
+
+struct Geo { size_t rowBytes; };
+
+__device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
+    Geo g;
+    g.rowBytes = (size_t)(cols / 256) * 144;
+    return g;
+}
+
+struct Chunk { uint4 h, a, b; };
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+    const unsigned char* sb = W + row * g.rowBytes + (size_t)(c >> 2) * 144;
+    const unsigned char* qs = sb + 16 + 32 * (c & 3);
+    ch.h = gemv_ld128(sb);
+    ch.a = gemv_ld128(qs);
+    ch.b = gemv_ld128(qs + 16);
+}
+
+__device__ __forceinline__ void chunk_zero(Chunk& ch) {
+    ch.h = make_uint4(0, 0, 0, 0);
+    ch.a = make_uint4(0, 0, 0, 0);
+    ch.b = make_uint4(0, 0, 0, 0);
+}
+
+// Scales and mins of sub-blocks 2j and 2j+1 (ggml get_scale_min_k4), as
+// d1, m1, d2, m2 in f32 exactly as ggml computes them.
+__device__ __forceinline__ void q4k_scales(const uint4& h, int j, float& d1, float& m1, float& d2, float& m2) {
+    const float d = gemv_h2f(h.x);
+    const float dmin = gemv_h2f(h.x >> 16);
+    const u32 sh = 8u * (u32)((2 * j) & 3);
+    // s[k'] (h.y), s[k'+4] (h.z), s[k'+8] (h.w) for k' = 2j mod 4 and k'+1.
+    const u32 y0 = (h.y >> sh) & 0xFFu, y1 = (h.y >> (sh + 8)) & 0xFFu;
+    const u32 z0 = (h.z >> sh) & 0xFFu, z1 = (h.z >> (sh + 8)) & 0xFFu;
+    const u32 w0 = (h.w >> sh) & 0xFFu, w1 = (h.w >> (sh + 8)) & 0xFFu;
+    u32 sc0, mn0, sc1, mn1;
+    if (j < 2) {
+        sc0 = y0 & 63u; mn0 = z0 & 63u;
+        sc1 = y1 & 63u; mn1 = z1 & 63u;
+    } else {
+        sc0 = (w0 & 0xFu) | ((y0 >> 6) << 4); mn0 = (w0 >> 4) | ((z0 >> 6) << 4);
+        sc1 = (w1 & 0xFu) | ((y1 >> 6) << 4); mn1 = (w1 >> 4) | ((z1 >> 6) << 4);
+    }
+    d1 = __fmul_rn(d, (float)sc0); m1 = __fmul_rn(dmin, (float)mn0);
+    d2 = __fmul_rn(d, (float)sc1); m2 = __fmul_rn(dmin, (float)mn1);
+}
+
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+    const int j = c & 3;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        float sq[GEMV_R];
+        float sx = 0.0f;
+#pragma unroll
+        for (int i = 0; i < GEMV_R; i++) sq[i] = 0.0f;
+        // Word k (0..7) of the 32 qs bytes holds weights 4k..4k+3 of the half.
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            const float4 xv = gemv_x4(x, c * 16 + half * 8 + k);
+            sx = __fadd_rn(sx, xv.x);
+            sx = __fadd_rn(sx, xv.y);
+            sx = __fadd_rn(sx, xv.z);
+            sx = __fadd_rn(sx, xv.w);
+#pragma unroll
+            for (int i = 0; i < GEMV_R; i++) {
+                const uint4& qv = k < 4 ? ch[i].a : ch[i].b;
+                const u32 wk = (k & 3) == 0 ? qv.x : (k & 3) == 1 ? qv.y : (k & 3) == 2 ? qv.z : qv.w;
+                const u32 v = half == 0 ? (wk & 0x0F0F0F0Fu) : ((wk >> 4) & 0x0F0F0F0Fu);
+                float t = sq[i];
+                t = __fmaf_rn(__fsub_rn(gemv_bytef(v, 0), GEMV_MAGIC), xv.x, t);
+                t = __fmaf_rn(__fsub_rn(gemv_bytef(v, 1), GEMV_MAGIC), xv.y, t);
+                t = __fmaf_rn(__fsub_rn(gemv_bytef(v, 2), GEMV_MAGIC), xv.z, t);
+                t = __fmaf_rn(__fsub_rn(gemv_bytef(v, 3), GEMV_MAGIC), xv.w, t);
+                sq[i] = t;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < GEMV_R; i++) {
+            float d1, m1, d2, m2;
+            q4k_scales(ch[i].h, j, d1, m1, d2, m2);
+            const float dd = half == 0 ? d1 : d2;
+            const float mm = half == 0 ? m1 : m2;
+            acc[i] = __fadd_rn(acc[i], __fmaf_rn(dd, sq[i], -__fmul_rn(mm, sx)));
+        }
+    }
+}
+
+GEMV_DEFINE_KERNEL

@@ -1,0 +1,117 @@
+// gemvtune q8_0 family. Chunk = one block of 32 weights (f16 d + 32 int8).
+// Chunk expression: s = fma chain over weights 0..31 of q*x; acc = fma(d, s, acc).
+#define GEMV_CHUNK 32
+
+struct Geo {
+    size_t rowBytes;  // bytes of one row (raw) or of one row's quant plane (l=1)
+    size_t scaleOff;  // l=1: start of the scale plane
+    int nb;           // blocks per row
+};
+
+__device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
+    Geo g;
+    g.nb = cols / 32;
+#if GEMV_L == 0
+    g.rowBytes = (size_t)g.nb * 34;
+    g.scaleOff = 0;
+#else
+    g.rowBytes = (size_t)g.nb * 32;
+    g.scaleOff = (size_t)rows * g.rowBytes;
+#endif
+    return g;
+}
+
+#if GEMV_L == 0
+// Raw blocks are 34 bytes, only 2-byte aligned: an aligned block is read as
+// words at +0..+28 and a u16 at +32, a misaligned one as a u16 at +0 and
+// words at +2..+30; the decode funnel-shifts by 16 or 0 (same code per lane).
+struct Chunk { u32 w[8]; u32 h; u32 mis; };
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+    const unsigned char* p = W + row * g.rowBytes + (size_t)c * 34;
+    const u32 mis = (u32)(u64)p & 2u;
+    const unsigned char* pw = p + mis;
+    const unsigned char* ph = p + (mis ? 0 : 32);
+#pragma unroll
+    for (int i = 0; i < 8; i++) ch.w[i] = gemv_ld32(pw + 4 * i);
+    ch.h = gemv_ld16(ph);
+    ch.mis = mis;
+}
+
+__device__ __forceinline__ void chunk_zero(Chunk& ch) {
+#pragma unroll
+    for (int i = 0; i < 8; i++) ch.w[i] = 0;
+    ch.h = 0;
+    ch.mis = 2;
+}
+
+__device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[8], float& d) {
+    const u32 sh = ch.mis ? 0u : 16u;
+#pragma unroll
+    for (int i = 0; i < 7; i++) q[i] = __funnelshift_r(ch.w[i], ch.w[i + 1], sh);
+    q[7] = __funnelshift_r(ch.w[7], ch.h, sh);
+    d = gemv_h2f(ch.mis ? ch.h : ch.w[0]);
+}
+#else
+// Planar layout (l=1): 32 qs bytes per block in the quant plane (two 16-byte
+// loads) plus the 2-byte d in the scale plane.
+struct Chunk { uint4 a, b; u32 h; };
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+    const unsigned char* p = W + row * g.rowBytes + (size_t)c * 32;
+    ch.a = gemv_ld128(p);
+    ch.b = gemv_ld128(p + 16);
+    ch.h = gemv_ld16(W + g.scaleOff + (row * (size_t)g.nb + (size_t)c) * 2);
+}
+
+__device__ __forceinline__ void chunk_zero(Chunk& ch) {
+    ch.a = make_uint4(0, 0, 0, 0);
+    ch.b = make_uint4(0, 0, 0, 0);
+    ch.h = 0;
+}
+
+__device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[8], float& d) {
+    q[0] = ch.a.x; q[1] = ch.a.y; q[2] = ch.a.z; q[3] = ch.a.w;
+    q[4] = ch.b.x; q[5] = ch.b.y; q[6] = ch.b.z; q[7] = ch.b.w;
+    d = gemv_h2f(ch.h);
+}
+#endif
+
+// Bytes flipped by 0x80 hold q+128; (2^23 + q + 128) - (2^23 + 128) = q exactly.
+#define Q8_OFF 8388736.0f
+
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+    u32 q[GEMV_R][8];
+    float d[GEMV_R], s[GEMV_R];
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) {
+        chunk_decode(ch[i], q[i], d[i]);
+#pragma unroll
+        for (int k = 0; k < 8; k++) q[i][k] ^= 0x80808080u;
+        s[i] = 0.0f;
+    }
+    // Piece p holds weights 8p..8p+7 = words 2p, 2p+1.
+#pragma unroll
+    for (int p = 0; p < 4; p++) {
+        const float4 xa = gemv_x4(x, c * 8 + 2 * p);
+        const float4 xb = gemv_x4(x, c * 8 + 2 * p + 1);
+#pragma unroll
+        for (int i = 0; i < GEMV_R; i++) {
+            const u32 v0 = q[i][2 * p], v1 = q[i][2 * p + 1];
+            float t = s[i];
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 0), Q8_OFF), xa.x, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 1), Q8_OFF), xa.y, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 2), Q8_OFF), xa.z, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 3), Q8_OFF), xa.w, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 0), Q8_OFF), xb.x, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 1), Q8_OFF), xb.y, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 2), Q8_OFF), xb.z, t);
+            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 3), Q8_OFF), xb.w, t);
+            s[i] = t;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) acc[i] = __fmaf_rn(d[i], s[i], acc[i]);
+}
+
+GEMV_DEFINE_KERNEL

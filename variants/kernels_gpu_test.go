@@ -1,0 +1,270 @@
+package variants_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// envCubins names a folder of prebuilt cubins "<format>_<id>.cubin" that the
+// GPU test loads when the machine has no NVRTC (see TestWriteCubins).
+const envCubins = "GEMV_TEST_CUBINS"
+
+// planShape is the shape whose shared-memory needs decide which variants
+// exist when the space is enumerated for a family.
+const planRows, planCols = 4096, 4096
+
+// spaceFor returns every variant of f that passes its gate for the plan
+// shape and the constraints of lim.
+func spaceFor(f variants.Family, lim space.Limits) []space.Params {
+	ok, _ := space.Enumerate(lim, f.Layouts(), func(p space.Params) int {
+		return int(f.Launch(p, planRows, planCols).SharedBytes)
+	})
+	var out []space.Params
+	for _, p := range ok {
+		if f.Gate(p, planRows, planCols) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sampleFor is the -short subset of spaceFor: stock, every one-knob
+// deviation from stock, a few corner combinations and every 29th variant.
+func sampleFor(f variants.Family, lim space.Limits) []space.Params {
+	all := spaceFor(f, lim)
+	in := map[space.Params]bool{}
+	for _, p := range all {
+		in[p] = true
+	}
+	var out []space.Params
+	add := func(p space.Params) {
+		if in[p] {
+			out = append(out, p)
+			in[p] = false
+		}
+	}
+	add(space.Stock)
+	for _, k := range space.Knobs {
+		for _, v := range k.Values {
+			p := space.Stock
+			switch k.Letter {
+			case "r":
+				p.R = v
+			case "f":
+				p.F = v
+			case "u":
+				p.U = v
+			case "s":
+				p.S = v
+			case "w":
+				p.W = v
+			case "l":
+				p.L = v
+			}
+			add(p)
+		}
+	}
+	for _, id := range cornerIDs {
+		for _, l := range f.Layouts() {
+			p, _ := space.Parse(id)
+			p.L = l
+			add(p)
+		}
+	}
+	for i := 0; i < len(all); i += 29 {
+		add(all[i])
+	}
+	return out
+}
+
+// cornerIDs combine knobs the one-knob deviations do not.
+var cornerIDs = []string{"r8f0u4s1w16", "r3f2u8s0w2", "r6f0u2s1w4", "r4f4u4s0w8", "r2f3u8s1w2", "r8f1u2s0w4", "r4f0u8s1w16", "r2f2u2s1w8"}
+
+// bigSample is the handful of variants run on the largest shapes.
+func bigSample(f variants.Family) []space.Params {
+	ids := []string{"v1", "r2f0u4s0w8", "r4f0u2s1w4", "r1f0u8s0w16", "r8f0u4s1w16"}
+	var out []space.Params
+	for _, l := range f.Layouts() {
+		for _, id := range ids {
+			p, _ := space.Parse(id)
+			p.L = l
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// findCompiler returns the newest NVRTC that builds arch (or, with arch
+// zero, sm_90 if it can, else its newest arch), or skips the test.
+func findCompiler(t *testing.T, arch gpu.Arch) (*gpu.NVRTC, gpu.Arch) {
+	t.Helper()
+	libs, err := gpu.FindNVRTC()
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	if arch == (gpu.Arch{}) {
+		arch = gpu.Arch{Major: 9, Minor: 0}
+		if _, err := gpu.ChooseNVRTC(libs, arch); err != nil {
+			n := libs[len(libs)-1]
+			if len(n.Archs) == 0 {
+				t.Skipf("skipping: %s lists no archs", n)
+			}
+			arch = n.Archs[len(n.Archs)-1]
+		}
+	}
+	n, err := gpu.ChooseNVRTC(libs, arch)
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	return n, arch
+}
+
+// built is one compiled variant.
+type built struct {
+	p     space.Params
+	cubin []byte
+	log   string
+}
+
+// compileAll builds ps of f for arch on GOMAXPROCS goroutines.
+func compileAll(n *gpu.NVRTC, arch gpu.Arch, f variants.Family, ps []space.Params) ([]built, error) {
+	out := make([]built, len(ps))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, p := range ps {
+		g.Go(func() error {
+			src, err := f.Source(p)
+			if err != nil {
+				return err
+			}
+			name := fmt.Sprintf("%s_%s.cu", f.Format().Name(), p.ID())
+			cubin, log, err := n.Compile(src, name, arch)
+			if err != nil {
+				return fmt.Errorf("%s %s: %w\n%s", f.Format().Name(), p.ID(), err, log)
+			}
+			out[i] = built{p: p, cubin: cubin, log: log}
+			return nil
+		})
+	}
+	return out, g.Wait()
+}
+
+// TestCompileSpace compiles, for every family, every variant that passes its
+// gate for 4096x4096 and the sm_90 constraints (-short: a sample) with
+// whatever NVRTC is found.
+func TestCompileSpace(t *testing.T) {
+	n, arch := findCompiler(t, gpu.Arch{})
+	lim, err := space.LimitsFor(arch.String())
+	if err != nil {
+		lim, _ = space.LimitsFor("sm_90")
+	}
+	for _, f := range variants.Families() {
+		t.Run(f.Format().Name(), func(t *testing.T) {
+			ps := spaceFor(f, lim)
+			if testing.Short() {
+				ps = sampleFor(f, lim)
+			}
+			bs, err := compileAll(n, arch, f, ps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			warned := 0
+			for _, b := range bs {
+				if b.log != "" {
+					warned++
+					if warned <= 3 {
+						t.Errorf("%s: compiler said: %s", b.p.ID(), b.log)
+					}
+				}
+			}
+			t.Logf("%s: %d variants compiled for %s with %s", f.Format().Name(), len(bs), arch, n)
+		})
+	}
+}
+
+// TestWriteCubins writes the cubins the GPU test needs into $GEMV_WRITE_CUBINS
+// (for a GPU machine without NVRTC, which then sets GEMV_TEST_CUBINS), and
+// selected SASS-inspection cubins. It does nothing when the variable is unset.
+func TestWriteCubins(t *testing.T) {
+	dir := os.Getenv("GEMV_WRITE_CUBINS")
+	if dir == "" {
+		t.Skip("skipping: GEMV_WRITE_CUBINS not set")
+	}
+	n, arch := findCompiler(t, gpu.Arch{Major: 9, Minor: 0})
+	lim, _ := space.LimitsFor(arch.String())
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range variants.Families() {
+		ps := gpuVariants(f, lim)
+		bs, err := compileAll(n, arch, f, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range bs {
+			if err := os.WriteFile(filepath.Join(dir, cubinName(f, b.p)), b.cubin, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("%s: wrote %d cubins", f.Format().Name(), len(bs))
+	}
+}
+
+func cubinName(f variants.Family, p space.Params) string {
+	return fmt.Sprintf("%s_%s.cubin", f.Format().Name(), p.ID())
+}
+
+// gpuVariants is every variant the GPU test runs for f: the space (-short:
+// the sample) plus the big-shape sample.
+func gpuVariants(f variants.Family, lim space.Limits) []space.Params {
+	ps := spaceFor(f, lim)
+	if testing.Short() {
+		ps = sampleFor(f, lim)
+	}
+	seen := map[space.Params]bool{}
+	for _, p := range ps {
+		seen[p] = true
+	}
+	for _, p := range bigSample(f) {
+		if !seen[p] {
+			ps = append(ps, p)
+			seen[p] = true
+		}
+	}
+	return ps
+}
+
+var errNoCubin = errors.New("no cubin")
+
+// cubinSource yields cubins for the device: compiled with NVRTC when one
+// builds the device's arch, else read from $GEMV_TEST_CUBINS.
+type cubinSource struct {
+	n    *gpu.NVRTC
+	dir  string
+	arch gpu.Arch
+}
+
+func (s *cubinSource) build(f variants.Family, ps []space.Params) ([]built, error) {
+	if s.n != nil {
+		return compileAll(s.n, s.arch, f, ps)
+	}
+	out := make([]built, len(ps))
+	for i, p := range ps {
+		b, err := os.ReadFile(filepath.Join(s.dir, cubinName(f, p)))
+		if err != nil {
+			return nil, fmt.Errorf("%w for %s %s: %v", errNoCubin, f.Format().Name(), p.ID(), err)
+		}
+		out[i] = built{p: p, cubin: b}
+	}
+	return out, nil
+}

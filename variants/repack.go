@@ -1,0 +1,77 @@
+package variants
+
+import (
+	"fmt"
+	"strings"
+)
+
+// planeFormats lists the formats RepackPlanes accepts, with their block
+// geometry: weights per block and bytes of quants per block (each block
+// also has a 2-byte f16 scale in front).
+var planeFormats = map[string]struct{ weights, quantBytes int }{
+	"q4_0": {q4_0Weights, q4_0Bytes - 2},
+	"q8_0": {q8_0Weights, q8_0Bytes - 2},
+}
+
+// RepackPlanes converts a raw GGUF q4_0 or q8_0 tensor of shape [rows, cols]
+// into the planar layout (layout knob l = 1, docs/formats.md): first the
+// quant plane, for each row and each block of the row the block's qs bytes
+// (16 for q4_0, 32 for q8_0), then the scale plane, for each row and each
+// block the block's 2-byte f16 d. Every row of the quant plane starts
+// 16-byte aligned (cols/2 or cols bytes per row), and the scale plane starts
+// at rows*cols/2 (q4_0) or rows*cols (q8_0). The result has exactly as many
+// bytes as raw.
+func RepackPlanes(format string, raw []byte, rows, cols int) ([]byte, error) {
+	g, err := planeGeometry(format, len(raw), rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(raw))
+	quant, scales := out[:g.blocks*g.quantBytes], out[g.blocks*g.quantBytes:]
+	for i := 0; i < g.blocks; i++ {
+		blk := raw[i*(g.quantBytes+2) : (i+1)*(g.quantBytes+2)]
+		copy(scales[2*i:2*i+2], blk[:2])
+		copy(quant[i*g.quantBytes:(i+1)*g.quantBytes], blk[2:])
+	}
+	return out, nil
+}
+
+// UnpackPlanes is the inverse of RepackPlanes: it rebuilds the raw GGUF
+// blocks from the planar layout.
+func UnpackPlanes(format string, planes []byte, rows, cols int) ([]byte, error) {
+	g, err := planeGeometry(format, len(planes), rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(planes))
+	quant, scales := planes[:g.blocks*g.quantBytes], planes[g.blocks*g.quantBytes:]
+	for i := 0; i < g.blocks; i++ {
+		blk := out[i*(g.quantBytes+2) : (i+1)*(g.quantBytes+2)]
+		copy(blk[:2], scales[2*i:2*i+2])
+		copy(blk[2:], quant[i*g.quantBytes:(i+1)*g.quantBytes])
+	}
+	return out, nil
+}
+
+type planeGeom struct{ blocks, quantBytes int }
+
+// planeGeometry checks format, shape and buffer size for the plane repack.
+func planeGeometry(format string, n, rows, cols int) (planeGeom, error) {
+	p, ok := planeFormats[format]
+	if !ok {
+		return planeGeom{}, fmt.Errorf("repacking %q into planes: %w: accepted: %s",
+			format, ErrUnknownFormat, strings.Join([]string{"q4_0", "q8_0"}, ", "))
+	}
+	f, err := FormatOf(format)
+	if err != nil {
+		return planeGeom{}, err
+	}
+	want, err := f.Bytes(rows, cols)
+	if err != nil {
+		return planeGeom{}, fmt.Errorf("repacking into planes: %w", err)
+	}
+	if err := checkBytes(format, n, want); err != nil {
+		return planeGeom{}, fmt.Errorf("repacking into planes: %w", err)
+	}
+	return planeGeom{blocks: rows * cols / p.weights, quantBytes: p.quantBytes}, nil
+}
