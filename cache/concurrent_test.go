@@ -51,6 +51,10 @@ func TestConcurrentReadersOneWriter(t *testing.T) {
 					return
 				}
 				last = len(s.Summaries)
+				// Engines read once at start-up; back-to-back shared locks
+				// with no gap would starve the writer (flock has no writer
+				// preference).
+				time.Sleep(2 * time.Millisecond)
 			}
 		}()
 	}

@@ -28,7 +28,6 @@ var (
 	bucketMeta  = []byte("_meta")
 	bucketCubin = []byte("_cubins")
 	bucketRefs  = []byte("_cubinrefs")
-	bucketIndex = []byte("_index")
 	keyLayout   = []byte("layout")
 )
 
@@ -271,7 +270,7 @@ func (db *DB) initMeta(tx *bolt.Tx) error {
 			return err
 		}
 	}
-	for _, b := range [][]byte{bucketCubin, bucketRefs, bucketIndex} {
+	for _, b := range [][]byte{bucketCubin, bucketRefs} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return fmt.Errorf("cache %s: %w", db.path, err)
 		}

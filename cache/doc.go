@@ -5,10 +5,10 @@
 //
 // The store is one bbolt file (go.etcd.io/bbolt). Its layout:
 //
-//	_meta                      "layout" → file layout version (FileVersion)
+//	_meta                      "layout" → file layout version (FileVersion);
+//	                           "index" → every record's binary Summary, one blob
 //	_cubins                    sha256 hex → cubin bytes (stored once per content)
 //	_cubinrefs                 sha256 hex → number of records that use it
-//	_index                     "sm_90/q4_0/4096x14336" → binary Summary (what engines read)
 //	sm_90 / q4_0 / 4096x14336  → Record as JSON with a "schema" field
 //
 // Open a DB with Open. A writer (the tuner) holds a side lock file
@@ -23,7 +23,7 @@
 // operations return errors that match ErrCorrupt with errors.Is. An empty
 // (zero-length) file is an empty cache; a writer initialises it.
 //
-// Policy (package gemvtune) reads Snapshot, which decodes only the small
-// binary summaries, so an engine's start-up stays in milliseconds for
+// Policy (package gemvtune) reads Snapshot, which decodes only the index of
+// small binary summaries, so an engine's start-up stays in milliseconds for
 // thousands of records.
 package cache

@@ -147,6 +147,10 @@ func (db *DB) Import(e *Export) (ImportSummary, error) {
 		todo = append(todo, prepared{r, data, sum, cubin})
 	}
 	err := db.update(func(tx *bolt.Tx) error {
+		ix, err := loadIndex(tx)
+		if err != nil {
+			return err
+		}
 		for _, p := range todo {
 			var old Record
 			var oldErr error
@@ -169,11 +173,11 @@ func (db *DB) Import(e *Export) (ImportSummary, error) {
 			default:
 				s.Replaced++
 			}
-			if err := putTx(tx, p.rec, p.data, p.sum, p.cubin); err != nil {
+			if err := putTx(tx, ix, p.rec, p.data, p.sum, p.cubin); err != nil {
 				return err
 			}
 		}
-		return nil
+		return ix.save(tx)
 	})
 	if err != nil {
 		return ImportSummary{}, err

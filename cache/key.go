@@ -51,14 +51,21 @@ func validFormatName(f string) bool {
 
 // parseIndexKey reads "sm_90/q4_0/4096x14336".
 func parseIndexKey(s string) (Key, error) {
-	parts := strings.Split(s, "/")
-	if len(parts) != 3 {
+	a := strings.IndexByte(s, '/')
+	f := strings.LastIndexByte(s, '/')
+	if a < 0 || f <= a {
 		return Key{}, fmt.Errorf("%w %q: want ARCH/FORMAT/ROWSxCOLS", ErrBadKey, s)
 	}
-	sh, err := space.ParseShape(parts[2])
+	sh, err := space.ParseShape(s[f+1:])
 	if err != nil {
 		return Key{}, fmt.Errorf("%w: %w", ErrBadKey, err)
 	}
-	k := Key{Arch: parts[0], Format: parts[1], Rows: sh.Rows, Cols: sh.Cols}
-	return k, k.Validate()
+	k := Key{Arch: s[:a], Format: s[a+1 : f], Rows: sh.Rows, Cols: sh.Cols}
+	if _, err := space.ParseArch(k.Arch); err != nil {
+		return k, fmt.Errorf("%w: %w", ErrBadKey, err)
+	}
+	if !validFormatName(k.Format) {
+		return k, fmt.Errorf("%w: format %q", ErrBadKey, k.Format)
+	}
+	return k, nil
 }

@@ -29,7 +29,16 @@ func (db *DB) Put(rec Record, cubin []byte) error {
 	if err != nil {
 		return err
 	}
-	return db.update(func(tx *bolt.Tx) error { return putTx(tx, rec, data, sum, cubin) })
+	return db.update(func(tx *bolt.Tx) error {
+		ix, err := loadIndex(tx)
+		if err != nil {
+			return err
+		}
+		if err := putTx(tx, ix, rec, data, sum, cubin); err != nil {
+			return err
+		}
+		return ix.save(tx)
+	})
 }
 
 func prepare(rec *Record, cubin []byte) (data, sum []byte, err error) {
@@ -60,7 +69,7 @@ func prepare(rec *Record, cubin []byte) (data, sum []byte, err error) {
 	return data, encodeSummary(rec.Summary()), nil
 }
 
-func putTx(tx *bolt.Tx, rec Record, data, sum, cubin []byte) error {
+func putTx(tx *bolt.Tx, ix *index, rec Record, data, sum, cubin []byte) error {
 	ab, err := tx.CreateBucketIfNotExists([]byte(rec.Arch))
 	if err != nil {
 		return fmt.Errorf("storing %s: %w", rec.Key, err)
@@ -74,13 +83,7 @@ func putTx(tx *bolt.Tx, rec Record, data, sum, cubin []byte) error {
 	if err := fb.Put(sk, data); err != nil {
 		return fmt.Errorf("storing %s: %w", rec.Key, err)
 	}
-	ib, err := tx.CreateBucketIfNotExists(bucketIndex)
-	if err != nil {
-		return err
-	}
-	if err := ib.Put([]byte(rec.Key.String()), sum); err != nil {
-		return fmt.Errorf("indexing %s: %w", rec.Key, err)
-	}
+	ix.set(rec.Key.String(), sum)
 	if rec.CubinHash != "" {
 		if err := addCubin(tx, rec.CubinHash, cubin); err != nil {
 			return err
@@ -319,10 +322,13 @@ func (db *DB) Delete(k Key) error {
 		if err := fb.Delete(sk); err != nil {
 			return err
 		}
-		if ib := tx.Bucket(bucketIndex); ib != nil {
-			if err := ib.Delete([]byte(k.String())); err != nil {
-				return err
-			}
+		ix, err := loadIndex(tx)
+		if err != nil {
+			return err
+		}
+		ix.del(k.String())
+		if err := ix.save(tx); err != nil {
+			return err
 		}
 		if hash != "" {
 			if err := dropCubin(tx, hash); err != nil {

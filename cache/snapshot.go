@@ -37,27 +37,20 @@ func (db *DB) Snapshot(cubins bool) (*Snapshot, error) {
 		return v
 	}
 	err := db.view(func(tx *bolt.Tx) error {
-		ib := tx.Bucket(bucketIndex)
-		if ib == nil {
-			return nil
+		var raw []byte
+		if m := tx.Bucket(bucketMeta); m != nil {
+			raw = m.Get(keyIndex)
 		}
-		c := ib.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			key, err := parseIndexKey(string(k))
+		if err := s.readIndex(raw, intern, tx); err != nil {
+			// Unreadable index: rebuild the summaries from the JSON records.
+			s.Summaries, s.Bad = nil, nil
+			ix, err := loadIndex(tx)
 			if err != nil {
-				s.Bad = append(s.Bad, BadEntry{Key: key, Err: err})
-				continue
+				return err
 			}
-			sum, err := decodeSummary(v, intern)
-			if err != nil {
-				sum, err = summaryFromRecord(tx, key)
+			for _, e := range ix.entries {
+				s.add(tx, e.key, e.sum, intern)
 			}
-			if err != nil {
-				s.Bad = append(s.Bad, BadEntry{Key: key, Err: err})
-				continue
-			}
-			sum.Key = key
-			s.Summaries = append(s.Summaries, sum)
 		}
 		if !cubins {
 			return nil
@@ -80,6 +73,53 @@ func (db *DB) Snapshot(cubins bool) (*Snapshot, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// readIndex decodes the index blob (see index.go) straight into s.
+func (s *Snapshot) readIndex(b []byte, intern func([]byte) string, tx *bolt.Tx) error {
+	if len(b) == 0 {
+		return nil
+	}
+	d := decoder{b: b}
+	if d.u8() != indexVersion {
+		return errIndex
+	}
+	n := int(d.u32())
+	if d.err != nil || n > len(b) {
+		return errIndex
+	}
+	s.Summaries = make([]Summary, 0, n)
+	for i := 0; i < n; i++ {
+		k := d.bytes(int(d.u16()))
+		v := d.bytes(int(d.u32()))
+		if d.err != nil {
+			return errIndex
+		}
+		s.add(tx, string(k), v, intern)
+	}
+	if len(d.b) != 0 {
+		return errIndex
+	}
+	return nil
+}
+
+// add decodes one index entry, falling back to the JSON record.
+func (s *Snapshot) add(tx *bolt.Tx, key string, v []byte, intern func([]byte) string) {
+	k, err := parseIndexKey(key)
+	if err != nil {
+		s.Bad = append(s.Bad, BadEntry{Key: k, Err: err})
+		return
+	}
+	sum, err := decodeSummary(v, intern)
+	if err != nil {
+		sum, err = summaryFromRecord(tx, k)
+	}
+	if err != nil {
+		s.Bad = append(s.Bad, BadEntry{Key: k, Err: err})
+		return
+	}
+	sum.Key = k
+	s.Summaries = append(s.Summaries, sum)
 }
 
 func summaryFromRecord(tx *bolt.Tx, k Key) (Summary, error) {

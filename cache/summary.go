@@ -113,7 +113,8 @@ func decodeSummary(b []byte, intern func([]byte) string) (Summary, error) {
 	if t := int64(d.u64()); t != 0 {
 		s.Time = time.Unix(0, t).UTC()
 	}
-	for _, str := range []*string{&s.Decision, &s.GPUName, &s.SourceHash, &s.ToolVersion, &s.CubinHash} {
+	s.Decision = string(d.bytes(int(d.u16()))) // unique per record: not interned
+	for _, str := range []*string{&s.GPUName, &s.SourceHash, &s.ToolVersion, &s.CubinHash} {
 		*str = intern(d.bytes(int(d.u16())))
 	}
 	if d.err != nil {
@@ -157,6 +158,13 @@ func (d *decoder) u8() byte {
 func (d *decoder) u16() uint16 {
 	if v := d.take(2); v != nil {
 		return binary.LittleEndian.Uint16(v)
+	}
+	return 0
+}
+
+func (d *decoder) u32() uint32 {
+	if v := d.take(4); v != nil {
+		return binary.LittleEndian.Uint32(v)
 	}
 	return 0
 }

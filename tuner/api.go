@@ -20,6 +20,10 @@ type Options struct {
 	Alpha float64
 	// WaitForLock makes a second tuner of the same GPU wait instead of failing.
 	WaitForLock bool
+	// Only, if set, limits the candidates to these variant IDs (stock is
+	// always measured); autotune bench uses it to compare a stored winner
+	// with stock.
+	Only []string
 	// Progress, if set, is called after each step; it must not block.
 	Progress func(Progress)
 	// Record, if set, is called once per finished (format, shape), in the

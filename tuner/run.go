@@ -136,8 +136,18 @@ func limitsOf(in gpu.Info) space.Limits {
 
 // sourcesFor lists every candidate of a family that some arch limits allow
 // at all (shape-specific shared memory is checked per job), stock first.
-func sourcesFor(fam variants.Family, lim space.Limits) ([]source, error) {
+func sourcesFor(fam variants.Family, lim space.Limits, only []string) ([]source, error) {
 	ok, _ := space.Enumerate(lim, fam.Layouts(), nil)
+	if len(only) > 0 {
+		ok = ok[:0]
+		for _, id := range only {
+			p, err := space.Parse(id)
+			if err != nil {
+				return nil, err
+			}
+			ok = append(ok, p)
+		}
+	}
 	out := make([]source, 0, len(ok)+1)
 	stock, err := fam.Source(space.Stock)
 	if err != nil {
@@ -145,7 +155,7 @@ func sourcesFor(fam variants.Family, lim space.Limits) ([]source, error) {
 	}
 	out = append(out, source{ID: space.Stock.ID(), Params: space.Stock, Code: stock})
 	for _, p := range ok {
-		if p == space.Stock {
+		if p == space.Stock || (candidateFilter != nil && !candidateFilter(p)) {
 			continue
 		}
 		code, err := fam.Source(p)
@@ -156,6 +166,9 @@ func sourcesFor(fam variants.Family, lim space.Limits) ([]source, error) {
 	}
 	return out, nil
 }
+
+// candidateFilter, when set (by tests), narrows the candidates compiled.
+var candidateFilter func(space.Params) bool
 
 // runArch tunes jobs on the GPUs of one arch, one worker per GPU pulling
 // jobs from a shared queue.
@@ -183,7 +196,7 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		if err != nil {
 			return nil, err
 		}
-		srcs, err := sourcesFor(fam, lim)
+		srcs, err := sourcesFor(fam, lim, opts.Only)
 		if err != nil {
 			return nil, err
 		}
@@ -352,6 +365,7 @@ func tuneJob(ctx context.Context, s *session, j Job, comp []compiled, nv *gpu.NV
 		index[c.ID] = len(cands)
 		cands = append(cands, cand)
 	}
+	pruneUnboundFloors(cands)
 	stockID := space.Stock.ID()
 	si, ok := index[stockID]
 	if !ok || cands[si].Status != StatusOK {
@@ -444,4 +458,32 @@ func tuneJob(ctx context.Context, s *session, j Job, comp []compiled, nv *gpu.NV
 	d.Wall = time.Since(t0).Seconds()
 	s.shape = nil
 	return d, nil
+}
+
+// pruneUnboundFloors drops variants whose launch-bounds floor did not bind:
+// same knobs but f, same register count as a variant with a lower floor,
+// hence the same occupancy and, in practice, the same code. The floor
+// matters only through the registers it forces (design.md §2: the V100
+// curve tracks resident blocks), so measuring both would spend time on
+// noise. Stock (f=0) is never dropped.
+func pruneUnboundFloors(cands []Candidate) {
+	type key struct{ r, u, s, w, l, regs int }
+	first := map[key]string{}
+	order := make([]int, 0, len(cands))
+	for i := range cands {
+		order = append(order, i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cands[order[a]].Params.F < cands[order[b]].Params.F })
+	for _, i := range order {
+		c := &cands[i]
+		if c.Status != StatusOK || c.ID != c.Params.ID() {
+			continue // planted variants keep their own identity
+		}
+		k := key{c.Params.R, c.Params.U, c.Params.S, c.Params.W, c.Params.L, c.Registers}
+		if id, dup := first[k]; dup {
+			c.Status, c.Reason = StatusPruned, fmt.Sprintf("same code as %s: f=%d does not bind (%d registers either way)", id, c.Params.F, c.Registers)
+			continue
+		}
+		first[k] = c.ID
+	}
 }

@@ -51,22 +51,19 @@ func exhaustive(m measurer, ids []string, stock string) (stageResult, error) {
 // halving is successive halving under a budget of timed batches: every
 // candidate gets a short measurement, the faster half a longer one, and so
 // on until nFinalists remain, which are measured with stock as in
-// exhaustive. The rounds per stage grow ×2 and start from what the budget
-// allows (at least 1).
+// exhaustive. The budget left after the final measurement is split evenly
+// over the stages, so later stages, with fewer candidates, take more rounds
+// each (at least one round per candidate and stage).
 func halving(m measurer, ids []string, stock string, budget int) (stageResult, error) {
 	res := stageResult{screen: map[string][]float64{}, droppedAt: map[string]int{}}
 	stages := 1
 	for n := len(ids); n > nFinalists; n = (n + 1) / 2 {
 		stages++
 	}
-	// Σ_k n_k·r0·2^k ≈ len(ids)·r0·stages, plus the final measurement.
-	left := budget - (nFinalists+1)*finalRounds
-	r0 := max(1, left/(max(1, len(ids))*stages))
+	perStage := max(0, budget-(nFinalists+1)*finalRounds) / stages
 	alive := append([]string(nil), ids...)
-	for k, rounds := 0, r0; ; k, rounds = k+1, rounds*2 {
-		if len(alive) == 0 {
-			break
-		}
+	for k := 0; len(alive) > 0; k++ {
+		rounds := max(1, perStage/len(alive))
 		s, err := m.measure(alive, rounds)
 		if err != nil {
 			return res, err
@@ -90,7 +87,7 @@ func halving(m measurer, ids []string, stock string, budget int) (stageResult, e
 		}
 		alive = keep
 	}
-	return res, finals(m, &res, best(res.screen, nFinalists, stock), stock)
+	return res, finals(m, &res, alive, stock)
 }
 
 // finals measures the finalists together with stock.

@@ -15,6 +15,13 @@ import (
 	"github.com/gemvtune/gemvtune/variants"
 )
 
+// envSpace selects how much of the space the compile and GPU tests cover:
+// "all" for every gated variant (minutes of NVRTC time: meant for a machine
+// with many cores), "sample" for sampleFor, otherwise (the default, so that
+// a plain go test stays quick) stock and a few corner variants, only stock
+// with -short.
+const envSpace = "GEMV_TEST_SPACE"
+
 // envCubins names a folder of prebuilt cubins "<format>_<id>.cubin" that the
 // GPU test loads when the machine has no NVRTC (see TestWriteCubins).
 const envCubins = "GEMV_TEST_CUBINS"
@@ -38,8 +45,28 @@ func spaceFor(f variants.Family, lim space.Limits) []space.Params {
 	return out
 }
 
-// sampleFor is the -short subset of spaceFor: stock, every one-knob
-// deviation from stock, a few corner combinations and every 29th variant.
+// variantsFor is the part of spaceFor the tests cover (see envSpace).
+func variantsFor(f variants.Family, lim space.Limits) []space.Params {
+	switch os.Getenv(envSpace) {
+	case "all":
+		return spaceFor(f, lim)
+	case "sample":
+		return sampleFor(f, lim)
+	}
+	var out []space.Params
+	for _, p := range spaceFor(f, lim) {
+		if testing.Short() && p != space.Stock {
+			continue
+		}
+		if p == space.Stock || p.ID() == cornerIDs[0] || p.ID() == cornerIDs[1]+"l1" || p.ID() == cornerIDs[2] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sampleFor is a subset of spaceFor: stock, every one-knob deviation from
+// stock, a few corner combinations and (without -short) every 29th variant.
 func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 	all := spaceFor(f, lim)
 	in := map[space.Params]bool{}
@@ -81,8 +108,10 @@ func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 			add(p)
 		}
 	}
-	for i := 0; i < len(all); i += 29 {
-		add(all[i])
+	if !testing.Short() {
+		for i := 0; i < len(all); i += 29 {
+			add(all[i])
+		}
 	}
 	return out
 }
@@ -159,9 +188,9 @@ func compileAll(n *gpu.NVRTC, arch gpu.Arch, f variants.Family, ps []space.Param
 	return out, g.Wait()
 }
 
-// TestCompileSpace compiles, for every family, every variant that passes its
-// gate for 4096x4096 and the sm_90 constraints (-short: a sample) with
-// whatever NVRTC is found.
+// TestCompileSpace compiles, for every family, the variants that pass its
+// gate for 4096x4096 and the sm_90 constraints (all of them with
+// GEMV_TEST_SPACE=all, else a sample) with whatever NVRTC is found.
 func TestCompileSpace(t *testing.T) {
 	n, arch := findCompiler(t, gpu.Arch{})
 	lim, err := space.LimitsFor(arch.String())
@@ -170,10 +199,7 @@ func TestCompileSpace(t *testing.T) {
 	}
 	for _, f := range variants.Families() {
 		t.Run(f.Format().Name(), func(t *testing.T) {
-			ps := spaceFor(f, lim)
-			if testing.Short() {
-				ps = sampleFor(f, lim)
-			}
+			ps := variantsFor(f, lim)
 			bs, err := compileAll(n, arch, f, ps)
 			if err != nil {
 				t.Fatal(err)
@@ -227,10 +253,7 @@ func cubinName(f variants.Family, p space.Params) string {
 // gpuVariants is every variant the GPU test runs for f: the space (-short:
 // the sample) plus the big-shape sample.
 func gpuVariants(f variants.Family, lim space.Limits) []space.Params {
-	ps := spaceFor(f, lim)
-	if testing.Short() {
-		ps = sampleFor(f, lim)
-	}
+	ps := variantsFor(f, lim)
 	seen := map[space.Params]bool{}
 	for _, p := range ps {
 		seen[p] = true

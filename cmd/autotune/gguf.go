@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -55,7 +56,11 @@ func (m ggufModel) notTunedLines() []string {
 // with dimensions [ne0, ne1] is W = [rows ne1, cols ne0].
 func readGGUF(path string) (m ggufModel, err error) {
 	if _, err := os.Stat(path); err != nil {
-		return ggufModel{}, fmt.Errorf("--gguf: %w", err)
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is already in the message
+		}
+		return ggufModel{}, fmt.Errorf("--gguf %s: %w", path, err)
 	}
 	defer func() {
 		// The parser panics on some malformed files (e.g. size overflow).

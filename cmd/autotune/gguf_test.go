@@ -174,6 +174,7 @@ func TestReadGGUFErrors(t *testing.T) {
 				t.Fatal("no error")
 			}
 			msg := err.Error()
+			t.Log(msg)
 			if strings.Contains(msg, "\n") {
 				t.Errorf("error spans lines: %q", msg)
 			}

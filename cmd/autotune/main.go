@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+
+	"github.com/gemvtune/gemvtune/tuner"
 )
 
 // command is one subcommand; each lives in its own file and registers
@@ -35,6 +37,7 @@ func (u usageError) Unwrap() error { return u.err }
 func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format, a...)} }
 
 func main() {
+	tuner.MaybeWorker() // the tuner re-executes this binary as its measurement worker
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := dispatch(ctx, os.Args[1:])
 	stop()

@@ -148,6 +148,7 @@ type reportView struct {
 
 // candRow is one candidate in a table.
 type candRow struct {
+	Rank int // 1 = fastest measured
 	cache.Candidate
 	Winner, Stock bool
 }
@@ -225,10 +226,9 @@ func buildView(e reportEntry) reportView {
 	}
 	sort.SliceStable(ok, func(i, j int) bool { return ok[i].GBs > ok[j].GBs })
 	for i, c := range ok {
-		if i == topN {
-			break
+		if i < topN || c.Params.IsStock() { // stock is always listed, for comparison
+			v.Top = append(v.Top, candRow{Rank: i + 1, Candidate: c, Winner: c.ID == e.Winner.ID, Stock: c.Params.IsStock()})
 		}
-		v.Top = append(v.Top, candRow{Candidate: c, Winner: c.ID == e.Winner.ID, Stock: c.Params.IsStock()})
 	}
 	var others []string
 	statuses := make([]string, 0, len(counts))
@@ -239,8 +239,8 @@ func buildView(e reportEntry) reportView {
 	for _, s := range statuses {
 		others = append(others, fmt.Sprintf("%s: %d", s, counts[s]))
 	}
-	if len(ok) > topN {
-		others = append(others, fmt.Sprintf("measured but not listed: %d", len(ok)-topN))
+	if n := len(ok) - len(v.Top); n > 0 {
+		others = append(others, fmt.Sprintf("measured, not listed: %d", n))
 	}
 	v.Others = strings.Join(others, ", ")
 	v.Verdict = e.Reason
@@ -265,7 +265,6 @@ func renderReport(w io.Writer, page reportPage) error {
 var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"num":     num,
 	"speedup": speedup,
-	"inc":     func(i int) int { return i + 1 },
 	"pval": func(p float64) string {
 		if p == 0 {
 			return "-"
@@ -314,13 +313,13 @@ nav a { margin-right: 10px; }
 <p class="note">Plot: measured candidates with {{.Fixed}}. Each point is labelled registers/thread · blocks per SM.</p>
 {{if .Top}}<table>
 <tr><th class="l">#</th><th class="l">variant</th><th class="l">class</th><th>µs</th><th>95 % CI µs</th><th>GB/s</th><th>% ceiling</th><th>registers</th><th>blocks/SM</th><th>samples</th></tr>
-{{range $i, $c := .Top}}<tr class="{{if .Winner}}win{{else if .Stock}}stock{{end}}"><td class="l">{{inc $i}}</td><td class="l"><code>{{.ID}}</code>{{if .Winner}} winner{{end}}{{if .Stock}} stock{{end}}</td><td class="l">{{.Class}}</td><td>{{num .MedianUS 2}}</td><td>{{num .LoUS 2}}–{{num .HiUS 2}}</td><td>{{num .GBs 0}}</td><td>{{num .PctCeiling 1}}</td><td>{{.Registers}}</td><td>{{.BlocksPerSM}}</td><td>{{.Samples}}</td></tr>
+{{range .Top}}<tr class="{{if .Winner}}win{{else if .Stock}}stock{{end}}"><td class="l">{{.Rank}}</td><td class="l"><code>{{.ID}}</code>{{if .Winner}} winner{{end}}{{if .Stock}} stock{{end}}</td><td class="l">{{.Class}}</td><td>{{num .MedianUS 2}}</td><td>{{num .LoUS 2}}–{{num .HiUS 2}}</td><td>{{num .GBs 0}}</td><td>{{num .PctCeiling 1}}</td><td>{{.Registers}}</td><td>{{.BlocksPerSM}}</td><td>{{.Samples}}</td></tr>
 {{end}}</table>{{end}}
 {{if .Failed}}<table>
 <tr><th class="l">failed variant</th><th class="l">status</th><th class="l">reason</th></tr>
 {{range .Failed}}<tr><td class="l"><code>{{.ID}}</code></td><td class="l">{{.Status}}</td><td class="reason">{{.Reason}}</td></tr>
 {{end}}</table>{{else}}<p class="note">No candidate failed to compile, verify or run.</p>{{end}}
-{{if .Others}}<p class="note">Not measured: {{.Others}}.</p>{{end}}
+{{if .Others}}<p class="note">Other candidates: {{.Others}}.</p>{{end}}
 {{end}}
 {{end}}
 </body>

@@ -111,7 +111,7 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 	if e.CeilingGBs > 0 {
 		y := yOf(e.CeilingGBs)
 		fmt.Fprintf(&b, `<line class="ceiling" x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6 4"/>`, padL, padL+innerW, y, y)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="#c0392b" dominant-baseline="middle">ceiling %.0f GB/s</text>`, padL+innerW+6, y, e.CeilingGBs)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="#c0392b" text-anchor="end">ceiling %.0f GB/s</text>`, padL+innerW-6, y-5, e.CeilingGBs)
 	}
 
 	// One line per floor.
@@ -120,6 +120,7 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 		floors = append(floors, f)
 	}
 	sort.Ints(floors)
+	var labels []pointLabel
 	for li, f := range floors {
 		cs := byF[f]
 		sort.Slice(cs, func(i, j int) bool { return cs[i].Params.R < cs[j].Params.R })
@@ -136,13 +137,8 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 			x, y := xOf[c.Params.R], yOf(c.GBs)
 			fmt.Fprintf(&b, `<circle class="pt" data-id="%s" data-gbs="%.0f" cx="%.1f" cy="%.1f" r="%.1f" fill="%s"><title>%s: %.0f GB/s, %.2f µs, %d registers, %d blocks/SM</title></circle>`,
 				esc(c.ID), c.GBs, x, y, pointR, color, esc(c.ID), c.GBs, c.MedianUS, c.Registers, c.BlocksPerSM)
-			// Labels alternate above and below to keep neighbouring lines readable.
-			dy := -8.0
-			if li%2 == 1 {
-				dy = 15
-			}
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="9.5" fill="%s">%s·%s</text>`,
-				x, y+dy, color, countOrQ(c.Registers), countOrQ(c.BlocksPerSM))
+			labels = append(labels, pointLabel{r: c.Params.R, x: x, y: y, color: color,
+				text: countOrQ(c.Registers) + "·" + countOrQ(c.BlocksPerSM)})
 		}
 		// Legend entry.
 		ly := padT + 40 + li*18
@@ -150,6 +146,7 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 			padL+innerW+10, padL+innerW+34, ly, ly, color, padL+innerW+22, ly, color)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" dominant-baseline="middle">floor f=%d</text>`, padL+innerW+40, ly, f)
 	}
+	writeLabels(&b, labels)
 	if len(floors) == 0 {
 		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle" fill="#888">no measured candidate with these knobs</text>`, padL+innerW/2, padT+innerH/2)
 	}
@@ -166,14 +163,15 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 		x, y := xOf[space.Stock.R], yOf(e.Stock.GBs)
 		fmt.Fprintf(&b, `<rect class="stock" x="%.1f" y="%.1f" width="%d" height="%d" fill="none" stroke="#000" stroke-width="1.8"><title>stock %s: %.0f GB/s, %.2f µs</title></rect>`,
 			x-stockSz, y-stockSz, 2*stockSz, 2*stockSz, space.Stock.ID(), e.Stock.GBs, e.Stock.MedianUS)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="10">stock</text>`, x-stockSz-3, y+3)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="10" stroke="#fcfcfc" stroke-width="3" paint-order="stroke">stock</text>`, x-stockSz-3, y+3)
 	}
 	// Winner: a thick ring.
 	if e.Winner.GBs > 0 && sameFixed(e.Winner.Params, fixed) {
 		x, y := xOf[e.Winner.Params.R], yOf(e.Winner.GBs)
 		fmt.Fprintf(&b, `<circle class="winner" data-id="%s" cx="%.1f" cy="%.1f" r="%d" fill="none" stroke="#000" stroke-width="2.5"><title>winner %s: %.0f GB/s</title></circle>`,
 			esc(e.Winner.ID), x, y, winnerR, esc(e.Winner.ID), e.Winner.GBs)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-weight="600" font-size="11">winner %s</text>`, x+winnerR+3, y-winnerR, esc(e.Winner.ID))
+		// Up and to the left: the point labels are on the right.
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-weight="600" font-size="11" stroke="#fcfcfc" stroke-width="3" paint-order="stroke">winner %s</text>`, x-4, y-winnerR-3, esc(e.Winner.ID))
 	}
 
 	// Legend for the markers.
@@ -216,4 +214,42 @@ func countOrQ(n int) string {
 		return "?"
 	}
 	return fmt.Sprint(n)
+}
+
+// pointLabel is the "registers·blocks/SM" label of one point.
+type pointLabel struct {
+	r     int
+	x, y  float64
+	color string
+	text  string
+}
+
+// labelGap is the least vertical distance between two labels of a column.
+const labelGap = 11.0
+
+// writeLabels writes the labels to the right of their points. Within one
+// rows-per-warp column they are spread vertically so none overlap, keeping
+// their top-to-bottom order, and each label's colour is its line's.
+func writeLabels(b *strings.Builder, labels []pointLabel) {
+	cols := map[int][]pointLabel{}
+	for _, l := range labels {
+		cols[l.r] = append(cols[l.r], l)
+	}
+	for _, col := range cols {
+		sort.Slice(col, func(i, j int) bool { return col[i].y < col[j].y })
+		ys := make([]float64, len(col))
+		for i, l := range col {
+			ys[i] = l.y
+			if i > 0 && ys[i] < ys[i-1]+labelGap {
+				ys[i] = ys[i-1] + labelGap
+			}
+		}
+		// Centre the spread block on the points it labels.
+		shift := (col[0].y + col[len(col)-1].y - ys[0] - ys[len(ys)-1]) / 2
+		for i, l := range col {
+			y := ys[i] + shift
+			fmt.Fprintf(b, `<text x="%.1f" y="%.1f" dominant-baseline="middle" font-size="9.5" fill="%s" stroke="#fcfcfc" stroke-width="3" paint-order="stroke">%s</text>`,
+				l.x+11, y, l.color, template.HTMLEscapeString(l.text))
+		}
+	}
 }

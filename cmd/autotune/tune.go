@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/gpu"
 	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/tuner"
 	"github.com/gemvtune/gemvtune/variants"
@@ -163,16 +164,29 @@ func tuneMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return tune(ctx, f, jobs, stdout, stderr)
 }
 
-// dryRun prints the static plan; it needs no GPU.
+// dryRun prints the static plan of each arch; it needs no GPU when the
+// arch is given.
 func dryRun(f tuneFlags, jobs []tuner.Job, stdout io.Writer) error {
+	archs := []string{f.arch}
 	if f.arch == "auto" {
-		return usagef("--dry-run needs --arch sm_XY: the plan depends on the arch")
+		var err error
+		if archs, err = localArchsFn(); err != nil || len(archs) == 0 {
+			return usagef("--dry-run needs --arch sm_XY when no GPU is visible (the plan depends on the arch)")
+		}
 	}
-	plan, err := planFn(f.arch, jobs, f.budget)
-	if err != nil {
-		return fmt.Errorf("planning for %s: %w", f.arch, err)
+	for i, arch := range archs {
+		plan, err := planFn(arch, jobs, f.budget)
+		if err != nil {
+			return fmt.Errorf("planning for %s: %w", arch, err)
+		}
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		if err := writePlan(stdout, arch, f.budget, plan); err != nil {
+			return err
+		}
 	}
-	return writePlan(stdout, f.arch, f.budget, plan)
+	return nil
 }
 
 // tune skips what the cache already holds, runs the tuner with progress,
@@ -439,10 +453,26 @@ func clockNotes(before, after tuner.Clocks) string {
 	return "before: " + one(before) + "; after: " + one(after)
 }
 
-// localArchsFn lists the compute capabilities of the local GPUs (for
-// resuming an --arch auto run); an error means none can be listed and
-// nothing is skipped (the tuner then says why it cannot run).
-var localArchsFn func() ([]string, error)
+// localArchsFn lists the distinct compute capabilities of the local GPUs,
+// for --arch auto (resume and --dry-run). An error means none can be listed.
+var localArchsFn = probeArchs
+
+// probeArchs asks the driver which archs the local GPUs have.
+func probeArchs() ([]string, error) {
+	infos, err := gpu.Probe()
+	if err != nil {
+		return nil, err
+	}
+	var archs []string
+	seen := map[string]bool{}
+	for _, i := range infos {
+		if a := i.Arch.String(); !seen[a] {
+			seen[a] = true
+			archs = append(archs, a)
+		}
+	}
+	return archs, nil
+}
 
 // openStore opens the cache for writing at path ("" = cache.DefaultPath).
 // With wait, a cache locked by another autotune is waited for.
@@ -473,12 +503,9 @@ func openStore(path string, wait bool) (*cache.DB, error) {
 func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) ([]tuner.Job, int, error) {
 	archs := []string{arch}
 	if arch == "auto" {
-		if localArchsFn == nil {
-			return jobs, 0, nil
-		}
 		var err error
 		if archs, err = localArchsFn(); err != nil || len(archs) == 0 {
-			return jobs, 0, nil
+			return jobs, 0, nil // nothing to resume on; the tuner says why it cannot run
 		}
 	}
 	var left []tuner.Job

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -85,29 +86,40 @@ func (dev *Device) loop(d *driver, ordinal int, ready chan<- error) {
 	ready <- nil
 	c := &Ctx{d: d, info: &dev.info}
 	for req := range dev.reqs {
-		req.reply <- c.run(req.fn)
+		c.run(req)
 	}
 }
 
-// run calls fn with c live, turning a panic into a result.
-func (c *Ctx) run(fn func(*Ctx) error) (r result) {
+// run calls req.fn with c live and sends its result. A panic is sent back
+// to be re-raised by the caller. If fn calls runtime.Goexit (t.Fatal inside
+// Do), the caller gets errGoexit and the device goroutine ends with it.
+func (c *Ctx) run(req request) {
 	c.live = true
+	returned := false
 	defer func() {
 		c.live = false
 		if v := recover(); v != nil {
-			r = result{panicked: true, panicVal: v}
+			req.reply <- result{panicked: true, panicVal: v}
+		} else if !returned {
+			req.reply <- result{err: errGoexit}
 		}
 	}()
-	return result{err: fn(c)}
+	err := req.fn(c)
+	returned = true
+	req.reply <- result{err: err}
 }
+
+// errGoexit is returned by Do when fn called runtime.Goexit.
+var errGoexit = errors.New("Device.Do: fn called runtime.Goexit (t.Fatal inside Do?); the device is closed")
 
 // Info describes the device.
 func (dev *Device) Info() Info { return dev.info }
 
 // Do runs fn on the device's goroutine, where the context is current, and
 // returns its error. A panic in fn is re-raised in the caller. Calls from
-// several goroutines run one at a time. fn must not call Do on the same
-// device (it would wait for itself), and c is valid only until fn returns.
+// several goroutines run one at a time. fn must not call Do or Close on the
+// same device (it would wait for itself), nor t.Fatal (it ends the device
+// goroutine; Do then returns an error), and c is valid only until fn returns.
 func (dev *Device) Do(fn func(c *Ctx) error) error {
 	dev.mu.Lock()
 	if dev.closed {
@@ -115,9 +127,14 @@ func (dev *Device) Do(fn func(c *Ctx) error) error {
 		return ErrClosed
 	}
 	reply := make(chan result, 1)
-	dev.reqs <- request{fn: fn, reply: reply}
+	select {
+	case dev.reqs <- request{fn: fn, reply: reply}:
+	case <-dev.done: // the goroutine ended (an earlier fn called Goexit)
+		dev.mu.Unlock()
+		return ErrClosed
+	}
 	dev.mu.Unlock()
-	r := <-reply
+	r := <-reply // always sent, even on panic or Goexit
 	if r.panicked {
 		panic(r.panicVal)
 	}

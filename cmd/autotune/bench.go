@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/gemvtune/gemvtune"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/tuner"
+)
+
+func init() {
+	register(&command{name: "bench", short: "measure the tuned variant against stock and the read ceiling",
+		run: func(ctx context.Context, args []string) error { return benchMain(ctx, args, os.Stdout, os.Stderr) }})
+}
+
+const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--format q4_0,...] [--shape RxC,...] [--cache PATH]
+
+Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
+and prints µs, GB/s and %% of the read ceiling measured in the same run. The
+best variant is the cache's tuned winner when there is one (it is re-measured
+against stock); otherwise the whole space is tuned now, without recording.
+Defaults: all formats, shapes 28672x8192 and 4096x14336.
+`
+
+func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(stderr, benchUsage); fs.PrintDefaults() }
+	arch := fs.String("arch", "auto", "compute capability sm_XY, or auto")
+	formats := fs.String("format", strings.Join(allFormats(), ","), "formats, comma-separated")
+	shapes := fs.String("shape", "28672x8192,4096x14336", "shapes ROWSxCOLS, comma-separated")
+	cachePath := fs.String("cache", "", "cache file with tuned winners (default $GEMV_TUNE_CACHE or the user cache folder)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usagef("bench: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("bench: unexpected argument %q", fs.Arg(0))
+	}
+	fl, err := parseFormats(*formats)
+	if err != nil {
+		return usagef("bench: %v", err)
+	}
+	sl, err := parseShapes(*shapes)
+	if err != nil {
+		return usagef("bench: %v", err)
+	}
+	if *arch != "auto" {
+		if _, err := space.ParseArch(*arch); err != nil {
+			return usagef("bench: %v", err)
+		}
+	}
+	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: func(string) (string, bool) { return "", false }})
+	var untuned []tuner.Job
+	var ds []tuner.Decision
+	for _, f := range fl {
+		for _, s := range sl {
+			j := tuner.Job{Format: f, Rows: s.Rows, Cols: s.Cols}
+			var only []string
+			if pol != nil && *arch != "auto" {
+				if c, err := pol.Lookup(*arch, f, s.Rows, s.Cols); err == nil && c.Source == gemvtune.SourceTuned && c.ID != space.StockAlias {
+					only = []string{c.ID}
+				}
+			}
+			if only == nil {
+				untuned = append(untuned, j)
+				continue
+			}
+			d, err := tuner.Run(ctx, []tuner.Job{j}, tuner.Options{Arch: *arch, Only: only})
+			if err != nil {
+				return err
+			}
+			ds = append(ds, d...)
+		}
+	}
+	if len(untuned) > 0 {
+		fmt.Fprintf(stderr, "bench: %d (format, shape) without a tuned record: tuning them now (not recorded)\n", len(untuned))
+		d, err := tuner.Run(ctx, untuned, tuner.Options{Arch: *arch})
+		ds = append(ds, d...)
+		if err != nil {
+			return err
+		}
+	}
+	return writeBench(stdout, ds)
+}
+
+func allFormats() []string { return []string{"q4_0", "q8_0", "q4_K", "affine4", "bf16"} }
+
+// writeBench prints one row per (format, shape): stock, the best verified
+// variant (even when it did not beat stock significantly), and the ceiling.
+func writeBench(w io.Writer, ds []tuner.Decision) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "format\tshape\tMB\tstock µs\tGB/s\t% ceil\tbest\tµs\tGB/s\t% ceil\tceiling GB/s\tdecision\t")
+	for _, d := range ds {
+		bestC := d.Stock
+		for _, c := range d.Candidates {
+			if c.Status == tuner.StatusOK && c.MedianUS > 0 && len(c.Samples) >= len(d.Stock.Samples) && c.MedianUS < bestC.MedianUS {
+				bestC = c
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%s\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t\n", d.Format, d.Shape(), float64(d.Bytes)/1e6,
+			d.Stock.MedianUS, d.Stock.GBs, d.Stock.PctCeiling, bestC.ID, bestC.MedianUS, bestC.GBs, bestC.PctCeiling, d.CeilingGBs, d.Reason)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gemvtune/gemvtune"
+	"github.com/gemvtune/gemvtune/space"
+)
+
+func init() {
+	register(&command{name: "lookup", short: "what an engine would get for one format and shape (env applied)",
+		run: func(_ context.Context, args []string) error {
+			return lookupMain(args, os.Stdout, os.Stderr, os.LookupEnv)
+		}})
+}
+
+const lookupUsage = `usage: autotune lookup --arch sm_XY --format FORMAT --shape ROWSxCOLS [--cache PATH] [--json]
+
+Prints the variant an engine would run, where the choice came from and why,
+with the GEMV_* environment applied exactly as an engine's start-up applies it.
+`
+
+// lookupJSON is what --json prints.
+type lookupJSON struct {
+	Arch     string             `json:"arch"`
+	Format   string             `json:"format"`
+	Shape    string             `json:"shape"`
+	ID       string             `json:"id"`
+	Params   space.Params       `json:"params"`
+	Class    string             `json:"class"`
+	Source   string             `json:"source"`
+	Reason   string             `json:"reason"`
+	Layout   int                `json:"layout"`
+	Cubin    bool               `json:"cubin_stored"`
+	Evidence *gemvtune.Evidence `json:"evidence,omitempty"`
+	Cache    string             `json:"cache"`
+	CacheErr string             `json:"cache_error,omitempty"`
+}
+
+func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
+	fs := flag.NewFlagSet("lookup", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, lookupUsage); fs.PrintDefaults() }
+	arch := fs.String("arch", "", "compute capability, e.g. sm_90")
+	format := fs.String("format", "", "weight format: q4_0, q8_0, q4_K, affine4, bf16")
+	shapeFlag := fs.String("shape", "", "matrix shape ROWSxCOLS, e.g. 4096x14336")
+	cachePath := fs.String("cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usagef("lookup: %v", err)
+	}
+	if fs.NArg() > 0 {
+		return usagef("lookup: unexpected argument %q", fs.Arg(0))
+	}
+	if *arch == "" || *format == "" || *shapeFlag == "" {
+		return usagef("lookup: --arch, --format and --shape are required (see autotune lookup --help)")
+	}
+	if _, err := space.ParseArch(*arch); err != nil {
+		return usagef("lookup: %v", err)
+	}
+	sh, err := space.ParseShape(*shapeFlag)
+	if err != nil {
+		return usagef("lookup: %v", err)
+	}
+	pol, err := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: env})
+	if err != nil {
+		return usagef("lookup: %v", err) // an invalid GEMV_* value
+	}
+	c, err := pol.Lookup(*arch, *format, sh.Rows, sh.Cols)
+	if err != nil {
+		return usagef("lookup: %v", err)
+	}
+	out := lookupJSON{Arch: *arch, Format: *format, Shape: sh.String(), ID: c.ID, Params: c.Params, Class: c.Class,
+		Source: c.Source, Reason: c.Reason, Layout: c.Layout, Cubin: c.Cubin != nil, Evidence: c.Evidence, Cache: pol.CachePath}
+	if pol.CacheErr != nil {
+		out.CacheErr = pol.CacheErr.Error()
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	return writeLookup(stdout, out)
+}
+
+func writeLookup(w io.Writer, o lookupJSON) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s %s: %s (%s)\n", o.Arch, o.Format, o.Shape, o.ID, o.Params.ID())
+	fmt.Fprintf(&b, "  source  %s\n  reason  %s\n  class   %s\n  layout  %d\n", o.Source, o.Reason, o.Class, o.Layout)
+	if o.Cubin {
+		b.WriteString("  cubin   stored\n")
+	} else {
+		b.WriteString("  cubin   none (the engine compiles the variant)\n")
+	}
+	if e := o.Evidence; e != nil {
+		fmt.Fprintf(&b, "  tuned   %s on %s, %s\n", e.TunedShape, e.GPUName, e.Time.Format(time.RFC3339))
+		fmt.Fprintf(&b, "  figures %.2f µs, %.0f GB/s (%.1f %% of ceiling), %.3f× over v1, p=%.3g\n",
+			e.MedianUS, e.GBs, e.PctCeiling, e.Speedup, e.P)
+	}
+	fmt.Fprintf(&b, "  cache   %s\n", o.Cache)
+	if o.CacheErr != "" {
+		fmt.Fprintf(&b, "  warning %s\n", o.CacheErr)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

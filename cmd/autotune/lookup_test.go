@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// cacheWith writes records (winner id per key) into a new cache file.
+func cacheWith(t *testing.T, recs ...cache.Record) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tune.db")
+	db, err := cache.Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, r := range recs {
+		if err := db.Put(r, []byte("cubin "+r.WinnerID)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return path
+}
+
+func testRecord(t *testing.T, arch, format string, rows, cols int, id string) cache.Record {
+	t.Helper()
+	p, err := space.Parse(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam, err := variants.FamilyOf(format)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cache.Record{Key: cache.Key{Arch: arch, Format: format, Rows: rows, Cols: cols}, WinnerID: id, Params: p,
+		Class: "exact", Decision: id + ": +8.0 % over v1 (p=0.001)", MedianUS: 21.5, GBs: 3712, PctCeiling: 83.4,
+		Speedup: 1.08, P: 0.001, GPUName: "NVIDIA H200", SourceHash: fam.SourceHash(), ToolVersion: cache.ToolVersion,
+		Time: time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)}
+}
+
+func noEnv(string) (string, bool) { return "", false }
+
+func TestLookupCommand(t *testing.T) {
+	path := cacheWith(t, testRecord(t, "sm_90", "q4_0", 4096, 14336, "r2f3u1s0w8"))
+	var out, errOut bytes.Buffer
+	err := lookupMain([]string{"--arch", "sm_90", "--format", "q4_0", "--shape", "4096x14336", "--cache", path}, &out, &errOut, noEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"r2f3u1s0w8", "source  tuned", "cubin   stored", "3712 GB/s", "NVIDIA H200"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	env := func(k string) (string, bool) {
+		if k == "GEMV_FORCE_VARIANT" {
+			return "v1", true
+		}
+		return "", false
+	}
+	if err := lookupMain([]string{"--arch=sm_90", "--format=q4_0", "--shape=4096x14336", "--cache=" + path, "--json"}, &out, &errOut, env); err != nil {
+		t.Fatal(err)
+	}
+	var j lookupJSON
+	if err := json.Unmarshal(out.Bytes(), &j); err != nil || j.ID != "v1" || j.Source != "forced" {
+		t.Errorf("--json with GEMV_FORCE_VARIANT=v1: %+v, %v", j, err)
+	}
+}
+
+func TestLookupCommandErrors(t *testing.T) {
+	path := cacheWith(t)
+	tests := []struct {
+		args []string
+		env  func(string) (string, bool)
+		want string
+	}{
+		{[]string{"--format", "q4_0", "--shape", "64x64"}, noEnv, "required"},
+		{[]string{"--arch", "sm90", "--format", "q4_0", "--shape", "64x64"}, noEnv, `arch "sm90": want sm_XY`},
+		{[]string{"--arch", "sm_90", "--format", "q5_0", "--shape", "64x64", "--cache", path}, noEnv, "q5_0"},
+		{[]string{"--arch", "sm_90", "--format", "q4_0", "--shape", "64", "--cache", path}, noEnv, "want ROWSxCOLS"},
+		{[]string{"--arch", "sm_90", "--format", "q4_0", "--shape", "64x64", "--bogus"}, noEnv, "bogus"},
+		{[]string{"--arch", "sm_90", "--format", "q4_0", "--shape", "64x64", "--cache", path},
+			func(k string) (string, bool) { return "3", k == "GEMV_UNROLL" }, `GEMV_UNROLL="3": accepted 1, 2, 4, 8`},
+	}
+	for _, tt := range tests {
+		var out, errOut bytes.Buffer
+		err := lookupMain(tt.args, &out, &errOut, tt.env)
+		var u usageError
+		if !errors.As(err, &u) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: error %v; want a one-line usage error containing %q", tt.args, err, tt.want)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := lookupMain([]string{"--help"}, &out, &errOut, noEnv); err != nil || !strings.Contains(errOut.String(), "usage: autotune lookup") {
+		t.Errorf("--help: %v, %q", err, errOut.String())
+	}
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestShowCommand(t *testing.T) {
+	stale := testRecord(t, "sm_80", "q8_0", 4096, 4096, "v1")
+	stale.SourceHash = "0000000000000000"
+	path := cacheWith(t, testRecord(t, "sm_90", "q4_0", 4096, 14336, "r2f3u1s0w8"), stale)
+	var out, errOut bytes.Buffer
+	if err := showMain([]string{"--cache", path}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"sm_90", "sm_80", "r2f3u1s0w8", "4096x14336", "3712", "83.4", "1.080×", "yes: kernel source changed", "no"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("show output lacks %q:\n%s", want, s)
+		}
+	}
+	out.Reset()
+	if err := showMain([]string{"--cache", path, "--arch", "sm_90"}, &out, &errOut); err != nil || strings.Contains(out.String(), "sm_80") {
+		t.Errorf("--arch sm_90 shows other archs: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := showMain([]string{"--cache", path, "--arch", "sm_75"}, &out, &errOut); err != nil || !strings.Contains(out.String(), "no records for sm_75") {
+		t.Errorf("empty arch: %v %q", err, out.String())
+	}
+	var u usageError
+	if err := showMain([]string{"--arch", "90"}, &out, &errOut); !errors.As(err, &u) {
+		t.Errorf("bad arch: %v; want usage error", err)
+	}
+	if err := showMain([]string{"--cache", filepath.Join(t.TempDir(), "none.db")}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Errorf("missing cache: %v", err)
+	}
+}

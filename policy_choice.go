@@ -1,0 +1,56 @@
+package gemvtune
+
+import (
+	"time"
+
+	"github.com/gemvtune/gemvtune/space"
+)
+
+// Sources of a Choice: where the variant came from.
+const (
+	SourceTuned            = "tuned"              // the cache's winner for this exact shape
+	SourceNearest          = "nearest"            // the winner of the same-cols shape with the closest rows
+	SourceForced           = "forced"             // GEMV_FORCE_VARIANT* or a knob override
+	SourceForcedGateFailed = "forced-gate-failed" // the forced variant cannot run this shape: stock
+	SourceDefault          = "default"            // nothing usable tuned for this shape: stock
+	SourceStale            = "stale"              // the record is from other kernels or another tool version: stock
+	SourceUntunedArch      = "untuned-arch"       // the cache has nothing for this arch: stock
+	SourceNoCache          = "no-cache"           // the cache file does not exist: stock
+	SourceCorruptCache     = "corrupt-cache"      // the cache (or this entry) cannot be read: stock
+	SourceDisabled         = "disabled"           // GEMV_TUNE_DISABLE=1: stock
+)
+
+// Choice is what an engine runs for one (arch, format, shape).
+type Choice struct {
+	// ID is the variant's canonical ID, or "v1" for the stock kernel.
+	ID string
+	// Params are the variant's knobs (space.Stock for v1).
+	Params space.Params
+	// Class is "exact" (bit-identical to stock) or "tolerance".
+	Class string
+	// Source says where the choice came from (SourceTuned, ...).
+	Source string
+	// Reason explains the choice in one sentence.
+	Reason string
+	// Layout is the weight layout the kernel expects (knob l; 0 = raw
+	// bytes): the engine repacks once at load when it is not 0.
+	Layout int
+	// Cubin is the stored compiled kernel for exactly this variant and arch,
+	// or nil: the engine then compiles the variant's source itself.
+	Cubin []byte
+	// Evidence holds the measurement behind a tuned or nearest choice; nil
+	// otherwise.
+	Evidence *Evidence
+}
+
+// Evidence is the measurement a tuned or nearest choice rests on.
+type Evidence struct {
+	MedianUS   float64   // winner's median time per launch on the tuned shape
+	GBs        float64   // effective GB/s
+	PctCeiling float64   // % of the measured read ceiling
+	Speedup    float64   // over stock (1 when stock was kept)
+	P          float64   // Mann–Whitney U p-value vs stock
+	GPUName    string    // GPU it was measured on
+	Time       time.Time // when
+	TunedShape string    // the shape measured, e.g. "4096x14336"
+}

@@ -1,0 +1,38 @@
+package gemvtune_test
+
+import (
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestUnreadableEntry: one garbage entry gives stock with corrupt-cache for
+// its shape only; the rest of the cache still works.
+func TestUnreadableEntry(t *testing.T) {
+	path := writeCache(t, rec(t, "sm_90", "q4_0", 4096, 4096, "r2f0u1s0w8", "exact"),
+		rec(t, "sm_90", "q4_0", 1024, 4096, "r3f0u1s0w8", "exact"))
+	b, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket([]byte("sm_90")).Bucket([]byte("q4_0")).Put([]byte("1024x4096"), []byte(`{"schema":1,"rows":"garbage"`)); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("_meta")).Put([]byte("index"), []byte("garbage index"))
+	})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := open(t, path, nil)
+	if p.CacheErr == nil {
+		t.Error("CacheErr is nil; want the skipped entry")
+	}
+	if c := lookup(t, p, "sm_90", "q4_0", 1024, 4096); c.Source != "corrupt-cache" || c.ID != "v1" {
+		t.Errorf("garbage entry: %s %s", c.Source, c.ID)
+	}
+	if c := lookup(t, p, "sm_90", "q4_0", 4096, 4096); c.Source != "tuned" {
+		t.Errorf("good entry beside a garbage one: %s", c.Source)
+	}
+}

@@ -1,0 +1,171 @@
+package gemvtune
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// Environment variables read by Open (design.md §7).
+const (
+	EnvForceVariant = "GEMV_FORCE_VARIANT" // "v1" or a variant ID; + "_Q4_0" etc. for one format
+	EnvTuneCache    = "GEMV_TUNE_CACHE"    // cache file
+	EnvTuneDisable  = "GEMV_TUNE_DISABLE"  // 1: stock everywhere
+	EnvRequireExact = "GEMV_REQUIRE_EXACT" // 1: only exact-class variants
+)
+
+// knobEnv maps each knob override variable to the knob's index in
+// space.Knobs.
+var knobEnv = []struct {
+	name string
+	knob int
+}{
+	{"GEMV_ROWS_PER_WARP", 0},
+	{"GEMV_MIN_BLOCKS", 1},
+	{"GEMV_UNROLL", 2},
+	{"GEMV_SMEM_STAGING", 3},
+	{"GEMV_WARPS", 4},
+}
+
+// forcing is a variant forced by one variable.
+type forcing struct {
+	params space.Params
+	env    string // e.g. GEMV_FORCE_VARIANT_Q4_0=r2f0u1s0w8
+}
+
+// override sets one knob on top of a choice.
+type override struct {
+	knob  int
+	value int
+	env   string // e.g. GEMV_UNROLL=4
+}
+
+// settings is the environment as read once at Open.
+type settings struct {
+	disable      bool
+	requireExact bool
+	forceAll     *forcing
+	forceFormat  map[string]*forcing // format name → forcing
+	overrides    []override
+	overrideText string // "GEMV_UNROLL=4, GEMV_WARPS=4"
+}
+
+// ForceVariantEnv returns the variable that forces a variant for one
+// format, e.g. "GEMV_FORCE_VARIANT_Q4_K" for "q4_K".
+func ForceVariantEnv(format string) string { return EnvForceVariant + "_" + strings.ToUpper(format) }
+
+// readEnv reads and checks every variable; an invalid value is an error
+// naming the variable and what it accepts.
+func readEnv(lookup func(string) (string, bool)) (settings, error) {
+	var s settings
+	var err error
+	if s.disable, err = envBool(lookup, EnvTuneDisable); err != nil {
+		return s, err
+	}
+	if s.requireExact, err = envBool(lookup, EnvRequireExact); err != nil {
+		return s, err
+	}
+	if s.forceAll, err = envForce(lookup, EnvForceVariant); err != nil {
+		return s, err
+	}
+	s.forceFormat = map[string]*forcing{}
+	for _, f := range variants.FormatNames {
+		fc, err := envForce(lookup, ForceVariantEnv(f))
+		if err != nil {
+			return s, err
+		}
+		if fc != nil {
+			s.forceFormat[f] = fc
+		}
+	}
+	var texts []string
+	for _, ke := range knobEnv {
+		v, ok := lookup(ke.name)
+		if !ok || v == "" {
+			continue
+		}
+		k := space.Knobs[ke.knob]
+		n, err := strconv.Atoi(v)
+		if err != nil || !containsInt(k.Values, n) || strconv.Itoa(n) != v {
+			return s, fmt.Errorf("%s=%q: accepted %s", ke.name, v, joinInts(k.Values))
+		}
+		s.overrides = append(s.overrides, override{knob: ke.knob, value: n, env: ke.name + "=" + v})
+		texts = append(texts, ke.name+"="+v)
+	}
+	s.overrideText = strings.Join(texts, ", ")
+	return s, nil
+}
+
+func envBool(lookup func(string) (string, bool), name string) (bool, error) {
+	v, ok := lookup(name)
+	if !ok {
+		return false, nil
+	}
+	switch v {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	}
+	return false, fmt.Errorf("%s=%q: accepted 0 or 1 (empty = unset)", name, v)
+}
+
+func envForce(lookup func(string) (string, bool), name string) (*forcing, error) {
+	v, ok := lookup(name)
+	if !ok || v == "" {
+		return nil, nil
+	}
+	p, err := space.Parse(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s=%q: accepted v1 or a variant ID such as r2f3u1s0w8 (%v)", name, v, err)
+	}
+	return &forcing{params: p, env: name + "=" + v}, nil
+}
+
+// forced returns the forcing for format: the per-format variable beats the
+// global one.
+func (s *settings) forced(format string) *forcing {
+	if f := s.forceFormat[format]; f != nil {
+		return f
+	}
+	return s.forceAll
+}
+
+// apply returns p with the knob overrides set.
+func (s *settings) apply(p space.Params) space.Params {
+	for _, o := range s.overrides {
+		switch o.knob {
+		case 0:
+			p.R = o.value
+		case 1:
+			p.F = o.value
+		case 2:
+			p.U = o.value
+		case 3:
+			p.S = o.value
+		case 4:
+			p.W = o.value
+		}
+	}
+	return p
+}
+
+func containsInt(vs []int, v int) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func joinInts(vs []int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,65 @@
+package tuner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/space"
+)
+
+func TestPlan(t *testing.T) {
+	jobs := []Job{{"q4_0", 4096, 14336}, {"bf16", 1024, 4096}, {"q4_K", 28672, 8192}}
+	for _, arch := range []string{"sm_70", "sm_90"} {
+		plan, err := Plan(arch, jobs, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan) != len(jobs) {
+			t.Fatalf("%s: %d entries for %d jobs", arch, len(plan), len(jobs))
+		}
+		for _, e := range plan {
+			if e.Candidates == 0 || e.Excluded == 0 || e.Expected <= 0 || len(e.Reasons) == 0 {
+				t.Errorf("%s: %+v", arch, e)
+			}
+		}
+	}
+	// s=1 at 14336 cols needs 56 KB of shared memory: over sm_70's 48 KB
+	// default but under its 96 KB opt-in; at 28672 cols on sm_75 (64 KB) it can't.
+	plan, err := Plan("sm_75", []Job{{"q4_0", 4096, 28672}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for r := range plan[0].Reasons {
+		found = found || strings.Contains(r, "smem")
+	}
+	if !found {
+		t.Errorf("sm_75 4096x28672: no shared-memory exclusion among %v", plan[0].Reasons)
+	}
+	for _, bad := range []struct {
+		arch string
+		jobs []Job
+	}{{"sm90", jobs}, {"sm_90", []Job{{"q5_1", 64, 64}}}, {"sm_90", []Job{{"q4_0", 64, 65}}}, {"sm_90", nil}} {
+		if _, err := Plan(bad.arch, bad.jobs, 0); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Plan(%q, %v) = %v, want a one-line error", bad.arch, bad.jobs, err)
+		}
+	}
+}
+
+func TestPruneUnboundFloors(t *testing.T) {
+	mk := func(id string, regs int) Candidate {
+		p, err := space.Parse(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Candidate{ID: id, Params: p, Status: StatusOK, Registers: regs}
+	}
+	cands := []Candidate{mk("r2f3u1s0w8", 40), mk("r2f0u1s0w8", 40), mk("r2f4u1s0w8", 32), mk("r2f6u1s0w8", 32), mk("r1f0u1s0w8", 40)}
+	pruneUnboundFloors(cands)
+	want := map[string]Status{"r2f0u1s0w8": StatusOK, "r2f3u1s0w8": StatusPruned, "r2f4u1s0w8": StatusOK, "r2f6u1s0w8": StatusPruned, "r1f0u1s0w8": StatusOK}
+	for _, c := range cands {
+		if c.Status != want[c.ID] {
+			t.Errorf("%s: %s (%s), want %s", c.ID, c.Status, c.Reason, want[c.ID])
+		}
+	}
+}

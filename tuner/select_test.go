@@ -1,0 +1,57 @@
+package tuner
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// noisy returns n samples around center with ±1 % uniform noise.
+func noisy(rng *rand.Rand, center float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = center * (1 + 0.02*(rng.Float64()-0.5))
+	}
+	return out
+}
+
+func TestDecide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	mk := func(id string, center float64) Candidate {
+		c := Candidate{ID: id, Status: StatusOK, Samples: noisy(rng, center, finalRounds)}
+		c.MedianUS, c.LoUS, c.HiUS = summarize(c.Samples)
+		return c
+	}
+	tests := []struct {
+		name     string
+		cands    []Candidate
+		wantKept bool
+		wantID   string
+		reason   string
+	}{
+		{"clear win", []Candidate{mk("fast", 90), mk("slow", 110)}, false, "fast", "over v1"},
+		{"twin", []Candidate{mk("twin", 100)}, true, "r1f0u1s0w8", "kept v1"},
+		{"significant but small", []Candidate{mk("tiny", 99.2)}, true, "r1f0u1s0w8", "kept v1"},
+		{"nothing faster", []Candidate{mk("slow", 120)}, true, "r1f0u1s0w8", "kept v1"},
+		{"failed candidates ignored", []Candidate{{ID: "bad", Status: StatusMismatch, MedianUS: 1}}, true, "r1f0u1s0w8", "kept v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stock := mk("r1f0u1s0w8", 100)
+			d := decide(stock, tt.cands, DefaultRule)
+			if d.kept != tt.wantKept || d.winner.ID != tt.wantID || !strings.Contains(d.reason, tt.reason) {
+				t.Errorf("decide = kept %v winner %s (%s); want kept %v winner %s (%q)", d.kept, d.winner.ID, d.reason, tt.wantKept, tt.wantID, tt.reason)
+			}
+			if d.kept && d.speedup != 1 {
+				t.Errorf("kept stock but speedup %.3f", d.speedup)
+			}
+		})
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	med, lo, hi := summarize([]float64{5, 1, 3, 2, 4, 6, 7, 8, 9, 10, 11})
+	if med != 6 || !(lo <= med && med <= hi) || lo < 1 || hi > 11 {
+		t.Errorf("summarize = %v [%v, %v]", med, lo, hi)
+	}
+}
