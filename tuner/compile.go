@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -27,8 +29,26 @@ type source struct {
 // compiled is the outcome of compiling one source.
 type compiled struct {
 	source
-	Cubin []byte
-	Err   error
+	Cubin     []byte
+	Err       error
+	Registers int // from ptxas -v; 0 if unknown
+	Spills    int // spill store bytes from ptxas -v
+}
+
+var (
+	ptxasRegs   = regexp.MustCompile(`Used (\d+) registers`)
+	ptxasSpills = regexp.MustCompile(`(\d+) bytes spill stores`)
+)
+
+// parsePtxasLog reads the register count and spill stores from ptxas -v.
+func parsePtxasLog(log string) (regs, spills int) {
+	if m := ptxasRegs.FindStringSubmatch(log); m != nil {
+		regs, _ = strconv.Atoi(m[1])
+	}
+	if m := ptxasSpills.FindStringSubmatch(log); m != nil {
+		spills, _ = strconv.Atoi(m[1])
+	}
+	return regs, spills
 }
 
 // compiler builds cubins with one NVRTC library for one arch, in parallel,
@@ -42,7 +62,7 @@ type compiler struct {
 }
 
 func newCompiler(nv *gpu.NVRTC, arch gpu.Arch) *compiler {
-	c := &compiler{nvrtc: nv, arch: arch}
+	c := &compiler{nvrtc: nv, arch: arch, opts: []string{"--ptxas-options=-v"}}
 	if d, err := os.UserCacheDir(); err == nil {
 		c.dir = filepath.Join(d, "gemvtune", "cubins")
 	}
@@ -71,7 +91,9 @@ func (c *compiler) compileAll(ctx context.Context, srcs []source, done func()) [
 				out[i].Err = ctx.Err()
 				return nil
 			}
-			out[i].Cubin, out[i].Err = c.compileOne(s, &mkdir)
+			var log string
+			out[i].Cubin, log, out[i].Err = c.compileOne(s, &mkdir)
+			out[i].Registers, out[i].Spills = parsePtxasLog(log)
 			if done != nil {
 				done()
 			}
@@ -82,28 +104,38 @@ func (c *compiler) compileAll(ctx context.Context, srcs []source, done func()) [
 	return out
 }
 
-func (c *compiler) compileOne(s source, mkdir *sync.Once) ([]byte, error) {
+// compileOne returns the cubin and ptxas's log, from the disk cache when
+// present (the log is kept beside the cubin).
+func (c *compiler) compileOne(s source, mkdir *sync.Once) ([]byte, string, error) {
 	var path string
 	if c.dir != "" {
 		path = filepath.Join(c.dir, c.key(s.Code)+".cubin")
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			return b, nil
+			log, _ := os.ReadFile(path + ".log")
+			return b, string(log), nil
 		}
 	}
-	cubin, _, err := c.nvrtc.Compile(s.Code, s.ID+".cu", c.arch, c.opts...)
+	cubin, log, err := c.nvrtc.Compile(s.Code, s.ID+".cu", c.arch, c.opts...)
 	if err != nil {
 		var ce *gpu.CompileError
 		if errors.As(err, &ce) {
-			return nil, fmt.Errorf("%s", ce.Error())
+			return nil, log, fmt.Errorf("%s", ce.Error())
 		}
-		return nil, err
+		return nil, log, err
 	}
 	if path != "" {
 		mkdir.Do(func() { _ = os.MkdirAll(c.dir, 0o755) })
-		tmp := path + fmt.Sprintf(".%d.tmp", os.Getpid())
-		if os.WriteFile(tmp, cubin, 0o644) == nil {
-			_ = os.Rename(tmp, path) // atomic: a reader never sees half a cubin
-		}
+		writeAtomic(path+".log", []byte(log))
+		writeAtomic(path, cubin) // after the log: a cubin on disk always has its log
 	}
-	return cubin, nil
+	return cubin, log, nil
+}
+
+// writeAtomic writes through a temporary file and a rename, so a reader
+// never sees half a file. Errors only cost a recompile later.
+func writeAtomic(path string, b []byte) {
+	tmp := path + fmt.Sprintf(".%d.tmp", os.Getpid())
+	if os.WriteFile(tmp, b, 0o644) == nil {
+		_ = os.Rename(tmp, path)
+	}
 }

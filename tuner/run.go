@@ -179,12 +179,12 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 	start := time.Now()
 
 	// Compile every format's candidates once: sources do not depend on the shape.
-	byFormat := map[string][]compiled{}
+	byFormat := map[string]build{}
 	var formats []string
 	for _, j := range jobs {
 		if _, ok := byFormat[j.Format]; !ok {
 			formats = append(formats, j.Format)
-			byFormat[j.Format] = nil
+			byFormat[j.Format] = build{}
 		}
 	}
 	ceil, _, err := nv.Compile(ceilingSource, "read_ceiling.cu", arch)
@@ -196,22 +196,11 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		if err != nil {
 			return nil, err
 		}
-		srcs, err := sourcesFor(fam, lim, opts.Only)
+		b, err := buildFormat(ctx, comp, fam, lim, opts, extra[f], len(jobs))
 		if err != nil {
 			return nil, err
 		}
-		srcs = append(srcs, extra[f]...)
-		var n int
-		var mu sync.Mutex
-		report(opts, Progress{Total: len(jobs), Stage: fmt.Sprintf("compile %s (%d variants)", f, len(srcs))})
-		byFormat[f] = comp.compileAll(ctx, srcs, func() {
-			mu.Lock()
-			n++
-			mu.Unlock()
-		})
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
+		byFormat[f] = b
 	}
 
 	// One session per GPU.
@@ -293,7 +282,8 @@ func report(opts Options, p Progress) {
 
 // tuneJob runs one (format, shape) on one GPU: prune, verify, measure,
 // select.
-func tuneJob(ctx context.Context, s *session, j Job, comp []compiled, nv *gpu.NVRTC, opts Options) (Decision, error) {
+func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opts Options) (Decision, error) {
+	comp := b.compiled
 	t0 := time.Now()
 	fam, err := variants.FamilyOf(j.Format)
 	if err != nil {
@@ -355,6 +345,8 @@ func tuneJob(ctx context.Context, s *session, j Job, comp []compiled, nv *gpu.NV
 			cand.Status, cand.Reason = StatusPruned, space.Check(c.Params, lim, int(l.SharedBytes)).Error()
 		case c.Err != nil:
 			cand.Status, cand.Reason = StatusCompile, c.Err.Error()
+		case c.Spills > 0:
+			cand.Status, cand.Reason = StatusPruned, fmt.Sprintf("spills: ptxas spills %d bytes at %d registers", c.Spills, c.Registers)
 		case a.Err != "":
 			cand.Status, cand.Reason = StatusCompile, a.Err
 		case a.LocalBytes > 0:
@@ -364,6 +356,10 @@ func tuneJob(ctx context.Context, s *session, j Job, comp []compiled, nv *gpu.NV
 		}
 		index[c.ID] = len(cands)
 		cands = append(cands, cand)
+	}
+	for _, c := range b.skipped {
+		index[c.ID] = len(cands)
+		cands = append(cands, c)
 	}
 	pruneUnboundFloors(cands)
 	stockID := space.Stock.ID()
@@ -486,4 +482,86 @@ func pruneUnboundFloors(cands []Candidate) {
 		}
 		first[k] = c.ID
 	}
+}
+
+// build is what compiling one format produced: the compiled candidates and
+// those skipped at compile time with a reason.
+type build struct {
+	compiled []compiled
+	skipped  []Candidate
+}
+
+// buildFormat compiles a family's candidates in two phases. Phase one
+// builds every variant without a launch-bounds floor (f=0); ptxas reports
+// its registers. A floor f only changes code by capping registers at
+// RegsPerSM/(f·threads), so phase two builds f>0 only where that cap is
+// below the f=0 count, once per distinct cap. Every variant skipped is
+// listed with the reason.
+func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim space.Limits, opts Options, extra []source, total int) (build, error) {
+	srcs, err := sourcesFor(fam, lim, opts.Only)
+	if err != nil {
+		return build{}, err
+	}
+	name := fam.Format().Name()
+	var phase1 []source
+	for _, s := range srcs {
+		if s.Params.F == 0 || len(opts.Only) > 0 {
+			phase1 = append(phase1, s)
+		}
+	}
+	phase1 = append(phase1, extra...)
+	report(opts, Progress{Total: total, Job: Job{Format: name}, Stage: fmt.Sprintf("compile %d %s variants", len(phase1), name)})
+	b := build{compiled: comp.compileAll(ctx, phase1, nil)}
+	if ctx.Err() != nil {
+		return b, ctx.Err()
+	}
+	if len(opts.Only) > 0 {
+		return b, nil
+	}
+	var phase2 []source
+	for _, c := range b.compiled {
+		if c.Err != nil || c.Registers == 0 || c.ID != c.Params.ID() {
+			continue
+		}
+		capOf := map[int]int{} // register cap → the floor that first gives it
+		for _, f := range space.Knobs[1].Values {
+			if f == 0 {
+				continue
+			}
+			p := c.Params
+			p.F = f
+			if space.Check(p, lim, 0) != nil {
+				continue // excluded whatever the shape; Plan reports these
+			}
+			limit := regCap(lim, 32*p.W, f)
+			skip := func(reason string) {
+				b.skipped = append(b.skipped, Candidate{ID: p.ID(), Params: p, Class: string(fam.Class(p)), Status: StatusPruned, Reason: reason})
+			}
+			if limit >= c.Registers {
+				skip(fmt.Sprintf("f=%d does not bind: its cap of %d registers ≥ the %d %s uses", f, limit, c.Registers, c.ID))
+				continue
+			}
+			if f0, dup := capOf[limit]; dup {
+				skip(fmt.Sprintf("f=%d gives the same %d-register cap as f=%d", f, limit, f0))
+				continue
+			}
+			capOf[limit] = f
+			code, err := fam.Source(p)
+			if err != nil {
+				return b, err
+			}
+			phase2 = append(phase2, source{ID: p.ID(), Params: p, Code: code})
+		}
+	}
+	report(opts, Progress{Total: total, Job: Job{Format: name}, Stage: fmt.Sprintf("compile %d %s launch-bounds variants", len(phase2), name)})
+	b.compiled = append(b.compiled, comp.compileAll(ctx, phase2, nil)...)
+	return b, ctx.Err()
+}
+
+// regCap is the register budget per thread that __launch_bounds__(threads, f)
+// leaves: the register file shared by f resident blocks, in the allocation
+// unit of 8 registers per thread, at most MaxRegsPerThread.
+func regCap(lim space.Limits, threads, f int) int {
+	c := lim.RegsPerSM / (f * threads) &^ 7
+	return min(c, lim.MaxRegsPerThread)
 }

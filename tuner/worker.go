@@ -508,11 +508,14 @@ func (w *worker) freeShape() {
 const ceilingSource = `
 extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n, unsigned* out) {
     unsigned acc = 0;
-    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-    unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-    for (; i + 3 * stride < n; i += 4 * stride) {
-        uint4 a = __ldg(p + i), b = __ldg(p + i + stride), c = __ldg(p + i + 2 * stride), d = __ldg(p + i + 3 * stride);
-        acc ^= a.x ^ a.y ^ a.z ^ a.w ^ b.x ^ b.y ^ b.z ^ b.w ^ c.x ^ c.y ^ c.z ^ c.w ^ d.x ^ d.y ^ d.z ^ d.w;
+    const unsigned stride = gridDim.x * blockDim.x;
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 7 * stride < n; i += 8 * stride) {
+        uint4 v[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = __ldg(p + i + k * stride);
+#pragma unroll
+        for (int k = 0; k < 8; k++) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
     }
     for (; i < n; i += stride) { uint4 a = __ldg(p + i); acc ^= a.x ^ a.y ^ a.z ^ a.w; }
     if (acc == 0x9e3779b9u) out[0] = acc;
@@ -520,7 +523,7 @@ extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n,
 `
 
 // measureCeiling times the streaming read over 1 GiB (well past 4 × L2)
-// for a few grid sizes and returns the best median GB/s.
+// for a few grid and block sizes and returns the best median GB/s.
 func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 	const bytes = 1 << 30
 	var best float64
@@ -555,8 +558,8 @@ func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 		e1, _ := c.NewEvent()
 		defer c.DestroyEvent(e0)
 		defer c.DestroyEvent(e1)
-		for _, blocksPerSM := range []int{2, 4, 8} {
-			cfg := gpu.LaunchConfig{Grid: [3]uint32{uint32(w.info.SMs * blocksPerSM), 1, 1}, Block: [3]uint32{512, 1, 1}}
+		for _, g := range [][2]int{{1, 1024}, {2, 1024}, {2, 512}, {4, 512}, {8, 256}, {16, 128}, {32, 256}} {
+			cfg := gpu.LaunchConfig{Grid: [3]uint32{uint32(w.info.SMs * g[0]), 1, 1}, Block: [3]uint32{uint32(g[1]), 1, 1}}
 			var times []float64
 			for rep := 0; rep < 12; rep++ {
 				if err := c.Record(e0, 0); err != nil {

@@ -20,6 +20,10 @@ const (
 	pointR, winnerR, stockSz = 4.5, 9, 7
 )
 
+// ceilingOffScale: a ceiling more than this many times the fastest point is
+// written, not drawn, so the points keep the plot's height.
+const ceilingOffScale = 1.6
+
 // floorColors gives each launch-bounds floor its line colour.
 var floorColors = map[int]string{
 	0: "#1f77b4", 1: "#ff7f0e", 2: "#2ca02c", 3: "#d62728",
@@ -53,7 +57,7 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 	for _, r := range space.Knobs[0].Values {
 		rs[r] = true
 	}
-	ymax := e.CeilingGBs
+	best := 0.0 // the fastest point drawn
 	for _, c := range e.Candidates {
 		if !sameFixed(c.Params, fixed) {
 			continue
@@ -61,7 +65,7 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 		switch {
 		case c.Status == string(tuner.StatusOK) && c.GBs > 0:
 			byF[c.Params.F] = append(byF[c.Params.F], c)
-			ymax = math.Max(ymax, c.GBs)
+			best = math.Max(best, c.GBs)
 		case isFailure(c.Status):
 			failed = append(failed, c)
 		default:
@@ -69,7 +73,15 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 		}
 		rs[c.Params.R] = true
 	}
-	ymax = math.Max(ymax, e.Stock.GBs)
+	best = math.Max(best, math.Max(e.Stock.GBs, e.Winner.GBs))
+	// The axis reaches the ceiling unless that would squash every point into
+	// the bottom of the plot (small shapes are launch-bound): then the
+	// ceiling is written at the top instead of drawn.
+	ymax := math.Max(best, e.CeilingGBs)
+	offScale := best > 0 && e.CeilingGBs > ceilingOffScale*best
+	if offScale {
+		ymax = best
+	}
 	if ymax <= 0 {
 		ymax = 1
 	}
@@ -108,7 +120,10 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 	fmt.Fprintf(&b, `<text transform="translate(16 %d) rotate(-90)" text-anchor="middle" fill="#333" font-size="12">GB/s</text>`, padT+innerH/2)
 
 	// Ceiling.
-	if e.CeilingGBs > 0 {
+	if offScale {
+		fmt.Fprintf(&b, `<text class="ceiling" x="%d" y="%d" fill="#c0392b" text-anchor="end">ceiling %.0f GB/s is above this plot (best here: %.0f %%) ↑</text>`,
+			padL+innerW-6, padT+14, e.CeilingGBs, 100*best/e.CeilingGBs)
+	} else if e.CeilingGBs > 0 {
 		y := yOf(e.CeilingGBs)
 		fmt.Fprintf(&b, `<line class="ceiling" x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#c0392b" stroke-width="1.5" stroke-dasharray="6 4"/>`, padL, padL+innerW, y, y)
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" fill="#c0392b" text-anchor="end">ceiling %.0f GB/s</text>`, padL+innerW-6, y-5, e.CeilingGBs)

@@ -182,3 +182,35 @@ func TestReportAllArchsToStdout(t *testing.T) {
 		t.Errorf("arch sections missing or out of order (sm_80 at %d, sm_90 at %d)", i80, i90)
 	}
 }
+
+func TestPlotCeiling(t *testing.T) {
+	tests := []struct {
+		name    string
+		best    float64 // GB/s of the winner
+		drawn   bool    // the ceiling is a line (else written at the top)
+		written string
+	}{
+		{"near the ceiling", 4000, true, "ceiling 4400 GB/s"},
+		{"launch-bound shape", 520, false, "ceiling 4400 GB/s is above this plot (best here: 12 %)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := fakeDecision("sm_90", tuner.Job{Format: "q4_0", Rows: 1024, Cols: 4096}, 5)
+			e := entryFromRecord(recordFromDecision(d))
+			e.CeilingGBs = 4400
+			scale := tt.best / e.Winner.GBs
+			for i := range e.Candidates {
+				e.Candidates[i].GBs *= scale
+			}
+			e.Winner.GBs *= scale
+			e.Stock.GBs *= scale
+			svg := plotSVG(e, e.Winner.Params)
+			if got := strings.Contains(svg, `<line class="ceiling"`); got != tt.drawn {
+				t.Errorf("ceiling line drawn = %v, want %v", got, tt.drawn)
+			}
+			if !strings.Contains(svg, tt.written) {
+				t.Errorf("plot does not say %q", tt.written)
+			}
+		})
+	}
+}

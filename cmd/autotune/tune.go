@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -240,6 +241,7 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 		decisions = done
 	}
 	mu.Unlock()
+	sortDecisions(decisions, jobs)
 
 	if len(decisions) > 0 || runErr == nil {
 		if err := writeResult(stdout, f.json, decisions); err != nil {
@@ -251,9 +253,25 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 		return fmt.Errorf("interrupted: %d of %d finished and saved in %s; run the same command again to resume",
 			len(decisions), len(jobs), store.Path())
 	case runErr != nil:
-		return runErr
+		// Several jobs may fail (errors.Join): keep the error on one line.
+		return errors.New(strings.ReplaceAll(runErr.Error(), "\n", "; "))
 	}
 	return nil
+}
+
+// sortDecisions puts decisions, which arrive in the order they finish (GPUs
+// work in parallel), in the order of jobs, arch by arch.
+func sortDecisions(ds []tuner.Decision, jobs []tuner.Job) {
+	order := make(map[tuner.Job]int, len(jobs))
+	for i, j := range jobs {
+		order[j] = i
+	}
+	sort.SliceStable(ds, func(a, b int) bool {
+		if ds[a].Arch != ds[b].Arch {
+			return ds[a].Arch < ds[b].Arch
+		}
+		return order[ds[a].Job] < order[ds[b].Job]
+	})
 }
 
 // writeResult prints the decisions as the table or as JSON.

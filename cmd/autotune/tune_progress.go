@@ -14,26 +14,34 @@ import (
 )
 
 // progress shows how far a run has come on stderr: a bar with an ETA on a
-// terminal, otherwise one quiet line per job started. It is safe for
-// concurrent use (the tuner may report from one goroutine per GPU).
+// terminal, otherwise quiet lines (one per job started, one per stage before
+// the first job, such as compiling). It is safe for concurrent use: the
+// tuner reports from one goroutine per GPU.
+//
+// The tuner reports three kinds of events: stages before any job (no Job,
+// Total = number of jobs), stages within a job (Job set, Total < 0: counts
+// unchanged), and a finished job (Stage "done", Done and ETA set).
 type progress struct {
-	mu    sync.Mutex
-	w     io.Writer
-	bar   *progressbar.ProgressBar // nil when w is not a terminal
-	start time.Time
-	last  string // the last job line printed (non-terminal)
+	mu      sync.Mutex
+	w       io.Writer
+	bar     *progressbar.ProgressBar // nil when w is not a terminal
+	done    int
+	total   int
+	eta     time.Duration
+	started map[tuner.Job]bool // jobs a line was printed for
+	stages  map[string]bool    // pre-job stages printed
 }
 
 // newProgress returns a progress display for total jobs on w.
 func newProgress(w io.Writer, total int) *progress {
-	p := &progress{w: w, start: time.Now()}
+	p := &progress{w: w, total: total, started: map[tuner.Job]bool{}, stages: map[string]bool{}}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.bar = progressbar.NewOptions(total,
 			progressbar.OptionSetWriter(w),
 			progressbar.OptionSetDescription("starting"),
 			progressbar.OptionShowCount(),
-			progressbar.OptionSetWidth(30),
-			progressbar.OptionSetPredictTime(false), // the tuner's ETA is better informed
+			progressbar.OptionSetWidth(25),
+			progressbar.OptionSetPredictTime(false), // the tuner's ETA knows the plan
 			progressbar.OptionSetElapsedTime(true),
 			progressbar.OptionThrottle(100*time.Millisecond),
 		)
@@ -45,33 +53,43 @@ func newProgress(w io.Writer, total int) *progress {
 func (p *progress) update(pr tuner.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	eta := pr.ETA
-	if eta <= 0 && pr.Done > 0 && pr.Total > pr.Done {
-		el := time.Since(p.start)
-		eta = el / time.Duration(pr.Done) * time.Duration(pr.Total-pr.Done)
+	if pr.Total > 0 {
+		p.total = pr.Total
+		p.done = max(p.done, pr.Done)
+	}
+	if pr.ETA > 0 {
+		p.eta = pr.ETA
 	}
 	etaText := ""
-	if eta > 0 {
-		etaText = ", ETA " + roundDuration(eta)
+	if p.eta > 0 && p.done < p.total {
+		etaText = ", ETA " + roundDuration(p.eta)
 	}
-	gpu := ""
-	if pr.GPU != "" {
-		gpu = " on " + pr.GPU
-	}
-	if p.bar != nil {
-		if pr.Total > 0 && pr.Total != p.bar.GetMax() {
-			p.bar.ChangeMax(pr.Total)
+	where := ""
+	if pr.Job != (tuner.Job{}) {
+		where = " " + pr.Job.Format + " " + pr.Job.Shape()
+		if pr.GPU != "" {
+			where += " on GPU " + pr.GPU
 		}
-		p.bar.Describe(fmt.Sprintf("%s %s %s%s%s", pr.Job.Format, pr.Job.Shape(), pr.Stage, gpu, etaText))
-		_ = p.bar.Set(pr.Done)
+	}
+
+	if p.bar != nil {
+		if p.total > 0 && p.total != p.bar.GetMax() {
+			p.bar.ChangeMax(p.total)
+		}
+		p.bar.Describe(pr.Stage + where + etaText)
+		_ = p.bar.Set(p.done)
 		return
 	}
-	line := fmt.Sprintf("autotune: [%d/%d] %s %s%s", pr.Done+1, pr.Total, pr.Job.Format, pr.Job.Shape(), gpu)
-	if pr.Done >= pr.Total || line == p.last {
-		return
+	switch {
+	case pr.Job == (tuner.Job{}):
+		if pr.Stage != "" && !p.stages[pr.Stage] {
+			p.stages[pr.Stage] = true
+			fmt.Fprintf(p.w, "autotune: %s\n", pr.Stage)
+		}
+	case pr.Stage != "done" && !p.started[pr.Job]:
+		p.started[pr.Job] = true
+		fmt.Fprintf(p.w, "autotune: [%d/%d]%s%s\n", len(p.started), p.total, where, etaText)
 	}
-	p.last = line
-	fmt.Fprintf(p.w, "%s%s\n", line, etaText)
 }
 
 // finish removes the bar (the table follows on stdout).

@@ -265,21 +265,26 @@ func (f *fakeRun) run(ctx context.Context, jobs []tuner.Job, opts tuner.Options)
 	f.mu.Unlock()
 	arch := opts.Arch
 	var out []tuner.Decision
+	// The events the real tuner sends: stages before any job, stages within
+	// a job (Total -1), and a finished job.
+	opts.Progress(tuner.Progress{Total: len(jobs), Stage: "compile q4_0 (2024 variants)"})
 	for i, j := range jobs {
 		if ctx.Err() != nil {
 			return out, ctx.Err()
 		}
-		opts.Progress(tuner.Progress{Done: i, Total: len(jobs), Job: j, Stage: "measure", GPU: "0: Fake GPU"})
+		for _, stage := range []string{"verify", "measure"} {
+			opts.Progress(tuner.Progress{Total: -1, Job: j, Stage: stage, GPU: "0: Fake GPU"})
+		}
 		d := fakeDecision(arch, j, int64(i+1))
 		if err := opts.Record(d); err != nil {
 			return out, err
 		}
 		out = append(out, d)
+		opts.Progress(tuner.Progress{Done: i + 1, Total: len(jobs), Job: j, Stage: "done", GPU: "0: Fake GPU", ETA: time.Duration(len(jobs)-i-1) * time.Second})
 		if f.cancelAfter > 0 && i+1 == f.cancelAfter {
 			f.cancel()
 		}
 	}
-	opts.Progress(tuner.Progress{Done: len(jobs), Total: len(jobs)})
 	return out, nil
 }
 
@@ -346,8 +351,11 @@ func TestTuneRecordsAndResumes(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
 	}
-	if !strings.Contains(errw.String(), "autotune: [1/2] q4_0 4096x4096 on 0: Fake GPU") {
-		t.Errorf("no progress line in stderr:\n%s", errw.String())
+	wantErr := "autotune: compile q4_0 (2024 variants)\n" +
+		"autotune: [1/2] q4_0 4096x4096 on GPU 0: Fake GPU\n" +
+		"autotune: [2/2] q4_0 1024x4096 on GPU 0: Fake GPU, ETA 1s\n"
+	if errw.String() != wantErr {
+		t.Errorf("progress on stderr:\n%s\nwant:\n%s", errw.String(), wantErr)
 	}
 	c, err := cache.Open(db, &cache.Options{ReadOnly: true})
 	if err != nil {
@@ -556,5 +564,19 @@ func TestBinaryUsageExit(t *testing.T) {
 		if code != tt.code {
 			t.Errorf("autotune %v: exit %d, want %d (stderr %q)", tt.args, code, tt.code, stderr.String())
 		}
+	}
+}
+
+func TestSortDecisions(t *testing.T) {
+	jobs := []tuner.Job{{Format: "q4_0", Rows: 4096, Cols: 4096}, {Format: "q4_0", Rows: 1024, Cols: 4096}, {Format: "bf16", Rows: 4096, Cols: 4096}}
+	ds := []tuner.Decision{{Job: jobs[2], Arch: "sm_90"}, {Job: jobs[1], Arch: "sm_90"}, {Job: jobs[0], Arch: "sm_90"}, {Job: jobs[1], Arch: "sm_80"}}
+	sortDecisions(ds, jobs)
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.Arch+" "+d.Format+" "+d.Shape())
+	}
+	want := "sm_80 q4_0 1024x4096, sm_90 q4_0 4096x4096, sm_90 q4_0 1024x4096, sm_90 bf16 4096x4096"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("order %v, want %s", got, want)
 	}
 }

@@ -1,0 +1,137 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"github.com/gemvtune/gemvtune/tuner"
+)
+
+func init() {
+	register(&command{name: "compare", short: "compare the winners of two runs (autotune --json outputs)",
+		run: func(_ context.Context, args []string) error { return compareMain(args, os.Stdout, os.Stderr) }})
+}
+
+const compareUsage = `usage: autotune compare A.json B.json
+
+Compares two runs' decisions (the output of autotune --json) per (arch,
+format, shape). For each it prints both winners with their medians and 95 %%
+intervals, and how B's winner measured inside run A, where every candidate
+was timed: "same" (one winner), "equivalent" (the medians differ by less
+than the runs' spread), or the gap in %%. Use it to check that two runs
+agree, or how far a budgeted run (--budget, B) lands from an exhaustive one
+(A).
+`
+
+func compareMain(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintf(stderr, compareUsage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usagef("compare: %v", err)
+	}
+	if fs.NArg() != 2 {
+		return usagef("compare: want two files (autotune --json outputs), got %d", fs.NArg())
+	}
+	a, err := readDecisions(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	b, err := readDecisions(fs.Arg(1))
+	if err != nil {
+		return err
+	}
+	return writeComparison(stdout, a, b)
+}
+
+func readDecisions(path string) ([]tuner.Decision, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var ds []tuner.Decision
+	if err := json.Unmarshal(data, &ds); err != nil {
+		return nil, fmt.Errorf("%s: not an autotune --json output: %v", path, err)
+	}
+	return ds, nil
+}
+
+type decisionKey struct {
+	arch string
+	job  tuner.Job
+}
+
+// writeComparison prints one line per job present in both runs.
+func writeComparison(w io.Writer, a, b []tuner.Decision) error {
+	inB := map[decisionKey]tuner.Decision{}
+	for _, d := range b {
+		inB[decisionKey{d.Arch, d.Job}] = d
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ARCH\tFORMAT\tSHAPE\tA WINNER\tA µs [95% CI]\tB WINNER\tB µs [95% CI]\tB's WINNER IN A\tVERDICT")
+	var worst float64
+	n := 0
+	for _, da := range a {
+		db, ok := inB[decisionKey{da.Arch, da.Job}]
+		if !ok {
+			continue
+		}
+		n++
+		bInA, found := candidate(da, db.Winner.ID)
+		verdict := "same"
+		inA := "-"
+		if found {
+			inA = fmt.Sprintf("%.2f µs", bInA.MedianUS)
+		}
+		if da.Winner.ID != db.Winner.ID {
+			gap := db.Winner.MedianUS/da.Winner.MedianUS - 1
+			spread := max(da.Winner.HiUS-da.Winner.LoUS, db.Winner.HiUS-db.Winner.LoUS) / da.Winner.MedianUS
+			if found {
+				gap = bInA.MedianUS/da.Winner.MedianUS - 1
+			}
+			worst = max(worst, gap)
+			if abs(db.Winner.MedianUS-da.Winner.MedianUS) < max(da.Winner.HiUS-da.Winner.LoUS, db.Winner.HiUS-db.Winner.LoUS) {
+				verdict = fmt.Sprintf("equivalent: %+.1f %% (spread %.1f %%)", 100*gap, 100*spread)
+			} else {
+				verdict = fmt.Sprintf("%+.1f %% slower", 100*gap)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f [%.2f, %.2f]\t%s\t%.2f [%.2f, %.2f]\t%s\t%s\n", da.Arch, da.Format, da.Shape(),
+			da.Winner.ID, da.Winner.MedianUS, da.Winner.LoUS, da.Winner.HiUS,
+			db.Winner.ID, db.Winner.MedianUS, db.Winner.LoUS, db.Winner.HiUS, inA, verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%d jobs in both runs; B's winners are at most %.1f %% slower than A's (measured in A where A timed them)\n", n, 100*worst)
+	return err
+}
+
+// candidate finds id among a decision's measured candidates.
+func candidate(d tuner.Decision, id string) (tuner.Candidate, bool) {
+	if d.Winner.ID == id {
+		return d.Winner, true
+	}
+	for _, c := range d.Candidates {
+		if c.ID == id && c.MedianUS > 0 {
+			return c, true
+		}
+	}
+	return tuner.Candidate{}, false
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
