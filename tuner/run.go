@@ -227,6 +227,21 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		}
 	}
 
+	// A first ETA from the static model, until measured jobs refine it.
+	var eta time.Duration
+	for _, j := range jobs {
+		if fam, err := variants.FamilyOf(j.Format); err == nil {
+			n := 0
+			for _, c := range byFormat[j.Format].compiled {
+				if c.Err == nil {
+					n++
+				}
+			}
+			eta += expectedTime(fam, j, n, opts.Budget)
+		}
+	}
+	report(opts, Progress{Total: len(jobs), Stage: "tuning", ETA: eta / time.Duration(len(sessions))})
+
 	queue := make(chan Job, len(jobs))
 	for _, j := range jobs {
 		queue <- j
@@ -510,7 +525,7 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 		}
 	}
 	phase1 = append(phase1, extra...)
-	report(opts, Progress{Total: total, Job: Job{Format: name}, Stage: fmt.Sprintf("compile %d %s variants", len(phase1), name)})
+	report(opts, Progress{Total: total, Stage: fmt.Sprintf("compile %d %s variants", len(phase1), name)})
 	b := build{compiled: comp.compileAll(ctx, phase1, nil)}
 	if ctx.Err() != nil {
 		return b, ctx.Err()
@@ -553,7 +568,7 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 			phase2 = append(phase2, source{ID: p.ID(), Params: p, Code: code})
 		}
 	}
-	report(opts, Progress{Total: total, Job: Job{Format: name}, Stage: fmt.Sprintf("compile %d %s launch-bounds variants", len(phase2), name)})
+	report(opts, Progress{Total: total, Stage: fmt.Sprintf("compile %d %s launch-bounds variants", len(phase2), name)})
 	b.compiled = append(b.compiled, comp.compileAll(ctx, phase2, nil)...)
 	return b, ctx.Err()
 }

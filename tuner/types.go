@@ -13,9 +13,9 @@ import (
 
 // Job is one (format, shape) to tune.
 type Job struct {
-	Format string
-	Rows   int
-	Cols   int
+	Format string `json:"format"`
+	Rows   int    `json:"rows"`
+	Cols   int    `json:"cols"`
 }
 
 // Shape returns the job's shape, e.g. "4096x14336".

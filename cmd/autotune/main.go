@@ -70,9 +70,9 @@ func dispatch(ctx context.Context, args []string) error {
 }
 
 func printHelp() {
-	fmt.Println("usage: autotune [--arch sm_XY|auto] [--model NAME | --shapes RxC,... | --gguf FILE] [flags]")
-	fmt.Println("       autotune <command> [flags]   (autotune <command> --help)")
+	printTuneHelp(os.Stdout)
 	fmt.Println()
+	fmt.Println("commands (autotune <command> --help):")
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)

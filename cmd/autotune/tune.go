@@ -22,7 +22,7 @@ import (
 func init() {
 	register(&command{
 		name:  "tune",
-		short: "tune the local GPUs (the default command: autotune --arch ...)",
+		short: "tune the local GPUs (the default command; autotune tune --help lists its flags)",
 		run: func(ctx context.Context, args []string) error {
 			return tuneMain(ctx, args, os.Stdout, os.Stderr)
 		},

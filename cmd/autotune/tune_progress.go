@@ -86,9 +86,11 @@ func (p *progress) update(pr tuner.Progress) {
 			p.stages[pr.Stage] = true
 			fmt.Fprintf(p.w, "autotune: %s\n", pr.Stage)
 		}
-	case pr.Stage != "done" && !p.started[pr.Job]:
+	case !p.started[pr.Job]:
 		p.started[pr.Job] = true
-		fmt.Fprintf(p.w, "autotune: [%d/%d]%s%s\n", len(p.started), p.total, where, etaText)
+		if pr.Stage != "done" { // a job that reports only its end gets no line
+			fmt.Fprintf(p.w, "autotune: [%d/%d]%s%s\n", len(p.started), p.total, where, etaText)
+		}
 	}
 }
 
