@@ -8,7 +8,7 @@ import (
 // MaxInFlight is the largest r × u a variant may have: the chunk loads one
 // lane keeps in flight per step. Beyond it the weight registers alone exceed
 // what a thread can hold and the kernel spills.
-const MaxInFlight = 32
+const MaxInFlight = 16
 
 // MinRegsPerThread is the smallest register budget per thread a launch-bounds
 // floor may leave; below it even the plain kernel spills.
@@ -85,13 +85,24 @@ func knobValues(letter string) []int {
 	return nil
 }
 
-// Enumerate walks every combination of the knob values (space.Knobs) with
-// the layouts given, and splits them into those Check accepts and those it
-// excludes (with the reason). smemFor gives a variant's dynamic shared
-// memory per block for the shape being planned; nil means none.
-func Enumerate(lim Limits, layouts []int, smemFor func(Params) int) (ok []Params, excluded []Exclusion) {
+// FamilyKnobs lists the values of the family knobs a family offers; an
+// empty list means {0}.
+type FamilyKnobs struct {
+	Layouts     []int // knob l
+	Activations []int // knob a
+}
+
+// Enumerate walks every combination of the common knob values (space.Knobs)
+// with the family's knob values, and splits them into those Check accepts
+// and those it excludes (with the reason). smemFor gives a variant's dynamic
+// shared memory per block for the shape being planned; nil means none.
+func Enumerate(lim Limits, fk FamilyKnobs, smemFor func(Params) int) (ok []Params, excluded []Exclusion) {
+	layouts, acts := fk.Layouts, fk.Activations
 	if len(layouts) == 0 {
 		layouts = []int{0}
+	}
+	if len(acts) == 0 {
+		acts = []int{0}
 	}
 	for _, r := range knobValues("r") {
 		for _, f := range knobValues("f") {
@@ -99,15 +110,17 @@ func Enumerate(lim Limits, layouts []int, smemFor func(Params) int) (ok []Params
 				for _, s := range knobValues("s") {
 					for _, w := range knobValues("w") {
 						for _, l := range layouts {
-							p := Params{R: r, F: f, U: u, S: s, W: w, L: l}
-							smem := 0
-							if smemFor != nil {
-								smem = smemFor(p)
-							}
-							if reason := exclusionReason(p, lim, smem); reason != "" {
-								excluded = append(excluded, Exclusion{Params: p, Reason: reason})
-							} else {
-								ok = append(ok, p)
+							for _, a := range acts {
+								p := Params{R: r, F: f, U: u, S: s, W: w, L: l, A: a}
+								smem := 0
+								if smemFor != nil {
+									smem = smemFor(p)
+								}
+								if reason := exclusionReason(p, lim, smem); reason != "" {
+									excluded = append(excluded, Exclusion{Params: p, Reason: reason})
+								} else {
+									ok = append(ok, p)
+								}
 							}
 						}
 					}

@@ -36,8 +36,8 @@ func TestCheckRules(t *testing.T) {
 		{"threads fit turing", "r1f2u1s0w16", "sm_75", 0, ""},
 		{"threads per SM ampere", "r1f8u1s0w8", "sm_86", 0, "w=8 × f=8 needs 2048 threads/SM > 1536 on sm_86"},
 		{"registers exact 32", "r1f8u1s0w8", "sm_90", 0, ""},
-		{"in flight", "r8f0u8s0w8", "sm_90", 0, "r=8 × u=8 = 64 chunk loads in flight per lane > 32"},
-		{"in flight at cap", "r8f0u4s0w8", "sm_90", 0, ""},
+		{"in flight", "r8f0u8s0w8", "sm_90", 0, "r=8 × u=8 = 64 chunk loads in flight per lane > 16"},
+		{"in flight at cap", "r4f0u4s0w8", "sm_90", 0, ""},
 		{"smem per SM with floor", "r1f2u1s1w8", "sm_90", 128 * kb, "f=2 blocks × smem 128 KB = 256 KB > 228 KB per SM on sm_90"},
 		{"smem per SM fits", "r1f1u1s1w8", "sm_90", 128 * kb, ""},
 		{"bad knob", "", "sm_90", 0, "r=5"},
@@ -121,7 +121,7 @@ func TestEnumerateCoversSpace(t *testing.T) {
 		}
 		return 0
 	}
-	ok, ex := space.Enumerate(lim, []int{0, 1}, smem)
+	ok, ex := space.Enumerate(lim, space.FamilyKnobs{Layouts: []int{0, 1}, Activations: []int{0, 1}}, smem)
 	want := 1
 	for _, k := range space.Knobs {
 		want *= len(k.Values)
@@ -164,10 +164,10 @@ func TestEnumerateCoversSpace(t *testing.T) {
 }
 
 func TestEnumerateDefaults(t *testing.T) {
-	ok, _ := space.Enumerate(mustLimits(t, "sm_90"), nil, nil)
+	ok, _ := space.Enumerate(mustLimits(t, "sm_90"), space.FamilyKnobs{}, nil)
 	for _, p := range ok {
-		if p.L != 0 {
-			t.Fatalf("layout %d enumerated without layouts", p.L)
+		if p.L != 0 || p.A != 0 {
+			t.Fatalf("%s enumerated without family knobs", p)
 		}
 	}
 }

@@ -20,6 +20,7 @@ type Params struct {
 	S int // smem staging: 1 = activation vector staged in shared memory once per block
 	W int // warps per block: block size / 32
 	L int // layout (family knob): 0 = raw ecosystem bytes, 1 = repacked planes; omitted from the ID when 0
+	A int // activation path (family knob): 0 = f32 activations, 1 = int8 activations with dp4a; omitted when 0
 }
 
 // Stock is every family's plain kernel, also written "v1".
@@ -36,7 +37,7 @@ type Knob struct {
 	Values []int
 }
 
-// Knobs lists the common knobs in ID order, followed by the family knob l.
+// Knobs lists the common knobs in ID order, followed by the family knobs l and a.
 var Knobs = []Knob{
 	{"r", "rows per warp", []int{1, 2, 3, 4, 6, 8}},
 	{"f", "launch-bounds floor", []int{0, 1, 2, 3, 4, 6, 8}},
@@ -44,19 +45,22 @@ var Knobs = []Knob{
 	{"s", "smem staging", []int{0, 1}},
 	{"w", "warps per block", []int{2, 4, 8, 16}},
 	{"l", "layout", []int{0, 1}},
+	{"a", "activation path", []int{0, 1}},
 }
 
 // ErrBadID is returned (wrapped) when a variant ID does not parse.
 var ErrBadID = errors.New("invalid variant ID")
 
-func (p Params) fields() []*int { return []*int{&p.R, &p.F, &p.U, &p.S, &p.W, &p.L} }
-
-// ID returns the canonical variant ID, e.g. "r2f3u1s0w8" (layout appended as
-// "l1" only when non-zero). IDs parse back exactly with Parse.
+// ID returns the canonical variant ID, e.g. "r2f3u1s0w8" (the family knobs
+// appended as "l1" and "a1" only when non-zero). IDs parse back exactly
+// with Parse.
 func (p Params) ID() string {
 	id := fmt.Sprintf("r%df%du%ds%dw%d", p.R, p.F, p.U, p.S, p.W)
 	if p.L != 0 {
 		id += fmt.Sprintf("l%d", p.L)
+	}
+	if p.A != 0 {
+		id += fmt.Sprintf("a%d", p.A)
 	}
 	return id
 }
@@ -69,7 +73,7 @@ func (p Params) IsStock() bool { return p == Stock }
 
 // Validate checks that every knob holds one of its allowed values.
 func (p Params) Validate() error {
-	vals := []int{p.R, p.F, p.U, p.S, p.W, p.L}
+	vals := []int{p.R, p.F, p.U, p.S, p.W, p.L, p.A}
 	for i, k := range Knobs {
 		if !contains(k.Values, vals[i]) {
 			return fmt.Errorf("%w: %s=%d (%s) not in %v", ErrBadID, k.Letter, vals[i], k.Name, k.Values)
@@ -87,22 +91,24 @@ func contains(vs []int, v int) bool {
 	return false
 }
 
-// Parse reads a variant ID: "v1" or a canonical ID such as "r2f3u1s0w8" or
-// "r1f0u2s0w8l1". Every common knob must be present once, in order; the
-// layout knob is optional. Values must be in the knob's value set.
+// Parse reads a variant ID: "v1" or a canonical ID such as "r2f3u1s0w8",
+// "r1f0u2s0w8l1" or "r2f0u2s1w8a1". Every common knob must be present once,
+// in order; the family knobs l and a are optional (in that order). Values
+// must be in the knob's value set.
 func Parse(id string) (Params, error) {
 	if id == StockAlias {
 		return Stock, nil
 	}
 	var p Params
-	vals := []*int{&p.R, &p.F, &p.U, &p.S, &p.W, &p.L}
+	vals := []*int{&p.R, &p.F, &p.U, &p.S, &p.W, &p.L, &p.A}
 	rest := id
 	for i, k := range Knobs {
-		if rest == "" && k.Letter == "l" {
-			break
+		optional := k.Letter == "l" || k.Letter == "a"
+		if optional && !strings.HasPrefix(rest, k.Letter) {
+			continue
 		}
 		if !strings.HasPrefix(rest, k.Letter) {
-			return Params{}, fmt.Errorf("%w %q: want v1 or r<n>f<n>u<n>s<n>w<n>[l<n>], e.g. r2f3u1s0w8", ErrBadID, id)
+			return Params{}, fmt.Errorf("%w %q: want v1 or r<n>f<n>u<n>s<n>w<n>[l<n>][a<n>], e.g. r2f3u1s0w8", ErrBadID, id)
 		}
 		rest = rest[1:]
 		n := 0

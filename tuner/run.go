@@ -137,7 +137,7 @@ func limitsOf(in gpu.Info) space.Limits {
 // sourcesFor lists every candidate of a family that some arch limits allow
 // at all (shape-specific shared memory is checked per job), stock first.
 func sourcesFor(fam variants.Family, lim space.Limits, only []string) ([]source, error) {
-	ok, _ := space.Enumerate(lim, fam.Layouts(), nil)
+	ok, _ := space.Enumerate(lim, variants.KnobsOf(fam), nil)
 	if len(only) > 0 {
 		ok = ok[:0]
 		for _, id := range only {

@@ -329,7 +329,7 @@ func (w *worker) verify(id string) response {
 	}
 	rel, finite := relL2(y, s.data.ref)
 	resp := response{OK: true, RelErr: rel}
-	bound := s.fam.ErrorBound()
+	bound := s.fam.ErrorBound(m.params)
 	switch {
 	case !finite:
 		return response{Err: fmt.Sprintf("%d of %d outputs not finite (unwritten or NaN)", countNonFinite(y), len(y)), Status: "mismatch", RelErr: rel}

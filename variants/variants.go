@@ -62,6 +62,11 @@ type Format interface {
 	Reference(b []byte, x []float32, rows, cols int) ([]float64, error)
 }
 
+// KnobsOf returns the family knob values f offers, for space.Enumerate.
+func KnobsOf(f Family) space.FamilyKnobs {
+	return space.FamilyKnobs{Layouts: f.Layouts(), Activations: f.Activations()}
+}
+
 // Launch is the launch geometry of one variant for one shape.
 type Launch struct {
 	Grid        [3]uint32
@@ -74,6 +79,9 @@ type Family interface {
 	Format() Format
 	// Layouts lists the values of knob l the family offers (0 = raw).
 	Layouts() []int
+	// Activations lists the values of knob a the family offers (0 = f32
+	// activations; 1 = int8 activations with dp4a, class Tolerance).
+	Activations() []int
 	// Repack converts raw bytes to the given layout (0 returns raw as is).
 	// Repacked layouts keep the same number of bytes.
 	Repack(raw []byte, rows, cols, layout int) ([]byte, error)
@@ -90,6 +98,6 @@ type Family interface {
 	// Class returns the numeric class of p.
 	Class(p space.Params) Class
 	// ErrorBound is the relative L2 error bound against the float64
-	// reference that every variant of the family must meet.
-	ErrorBound() float64
+	// reference that variant p must meet.
+	ErrorBound(p space.Params) float64
 }

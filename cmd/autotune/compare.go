@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/gemvtune/gemvtune/tuner"
@@ -18,7 +21,7 @@ func init() {
 		run: func(_ context.Context, args []string) error { return compareMain(args, os.Stdout, os.Stderr) }})
 }
 
-const compareUsage = `usage: autotune compare A.json B.json
+const compareUsage = `usage: autotune compare A.json[.gz] B.json[.gz]
 
 Compares two runs' decisions (the output of autotune --json) per (arch,
 format, shape). For each it prints both winners with their medians and 95 %%
@@ -53,10 +56,20 @@ func compareMain(args []string, stdout, stderr io.Writer) error {
 	return writeComparison(stdout, a, b)
 }
 
+// readDecisions reads an autotune --json output, gzipped if path ends in .gz.
 func readDecisions(path string) ([]tuner.Decision, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
+		if data, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("%s: %v", path, err)
+		}
 	}
 	var ds []tuner.Decision
 	if err := json.Unmarshal(data, &ds); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -35,8 +36,18 @@ func TestCompare(t *testing.T) {
 		}
 		return p
 	}
+	// A gzipped output reads the same.
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	data, _ := json.Marshal(a)
+	zw.Write(data)
+	zw.Close()
+	aGz := filepath.Join(dir, "a.json.gz")
+	if err := os.WriteFile(aGz, zb.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
-	if err := compareMain([]string{write("a.json", a), write("b.json", b)}, &out, &out); err != nil {
+	if err := compareMain([]string{aGz, write("b.json", b)}, &out, &out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()

@@ -185,8 +185,13 @@ func plotSVG(e reportEntry, fixed space.Params) string {
 		x, y := xOf[e.Winner.Params.R], yOf(e.Winner.GBs)
 		fmt.Fprintf(&b, `<circle class="winner" data-id="%s" cx="%.1f" cy="%.1f" r="%d" fill="none" stroke="#000" stroke-width="2.5"><title>winner %s: %.0f GB/s</title></circle>`,
 			esc(e.Winner.ID), x, y, winnerR, esc(e.Winner.ID), e.Winner.GBs)
-		// Up and to the left: the point labels are on the right.
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-weight="600" font-size="11" stroke="#fcfcfc" stroke-width="3" paint-order="stroke">winner %s</text>`, x-4, y-winnerR-3, esc(e.Winner.ID))
+		// Up and to the left (the point labels are on the right), except at
+		// the leftmost r, where a left-hanging label would leave the plot.
+		anchor, tx := "end", x-4
+		if e.Winner.Params.R == space.Knobs[0].Values[0] {
+			anchor, tx = "start", x+4
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s" font-weight="600" font-size="11" stroke="#fcfcfc" stroke-width="3" paint-order="stroke">winner %s</text>`, tx, y-winnerR-3, anchor, esc(e.Winner.ID))
 	}
 
 	// Legend for the markers.
