@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,14 +36,8 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	formats := fs.String("format", strings.Join(allFormats(), ","), "formats, comma-separated")
 	shapes := fs.String("shape", "28672x8192,4096x14336", "shapes ROWSxCOLS, comma-separated")
 	cachePath := fs.String("cache", "", "cache file with tuned winners (default $GEMV_TUNE_CACHE or the user cache folder)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usagef("bench: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("bench: unexpected argument %q", fs.Arg(0))
+	if help, err := parseArgs(fs, args, 0); help || err != nil {
+		return err
 	}
 	fl, err := parseFormats(*formats)
 	if err != nil {

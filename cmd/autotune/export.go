@@ -31,14 +31,8 @@ func exportMain(args []string, stdout, stderr io.Writer) error {
 	arch := fs.String("arch", "", "only this compute capability, e.g. sm_90")
 	cachePath := fs.String("cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
 	header := fs.Bool("header", false, "write a C header of the winners instead of JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usagef("export: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("export: unexpected argument %q", fs.Arg(0))
+	if help, err := parseArgs(fs, args, 0); help || err != nil {
+		return err
 	}
 	if *arch != "" {
 		if _, err := space.ParseArch(*arch); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -54,14 +53,8 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 	shapeFlag := fs.String("shape", "", "matrix shape ROWSxCOLS, e.g. 4096x14336")
 	cachePath := fs.String("cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usagef("lookup: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("lookup: unexpected argument %q", fs.Arg(0))
+	if help, err := parseArgs(fs, args, 0); help || err != nil {
+		return err
 	}
 	if *arch == "" || *format == "" || *shapeFlag == "" {
 		return usagef("lookup: --arch, --format and --shape are required (see autotune lookup --help)")

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -67,6 +68,22 @@ func dispatch(ctx context.Context, args []string) error {
 		return errors.New("tuning is not built into this binary")
 	}
 	return tune.run(ctx, args)
+}
+
+// parseArgs parses a subcommand's flags and allows at most maxArgs
+// positional arguments. help is true after --help (the usage was printed);
+// a bad flag or argument is a usage error (exit 2).
+func parseArgs(fs *flag.FlagSet, args []string, maxArgs int) (help bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return true, nil
+		}
+		return false, usagef("%s: %v", fs.Name(), err)
+	}
+	if fs.NArg() > maxArgs {
+		return false, usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(maxArgs))
+	}
+	return false, nil
 }
 
 func printHelp() {

@@ -31,14 +31,8 @@ func showMain(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, showUsage); fs.PrintDefaults() }
 	arch := fs.String("arch", "", "only this compute capability, e.g. sm_90")
 	cachePath := fs.String("cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usagef("show: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("show: unexpected argument %q", fs.Arg(0))
+	if help, err := parseArgs(fs, args, 0); help || err != nil {
+		return err
 	}
 	if *arch != "" {
 		if _, err := space.ParseArch(*arch); err != nil {
