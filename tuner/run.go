@@ -409,14 +409,20 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 		ids = append(ids, c.ID)
 	}
 
-	// Measure and select.
+	// Measure and select, exact and tolerance classes as separate groups.
+	groupOf := func(id string) int {
+		if cands[index[id]].Class == string(variants.Exact) {
+			return 0
+		}
+		return 1
+	}
 	progress(fmt.Sprintf("measure %d", len(ids)+1))
 	var res stageResult
 	for attempt := 0; ; attempt++ {
 		if opts.Budget > 0 {
-			res, err = halving(s, ids, stockID, opts.Budget)
+			res, err = halving(s, ids, stockID, opts.Budget, groupOf)
 		} else {
-			res, err = exhaustive(s, ids, stockID)
+			res, err = exhaustive(s, ids, stockID, groupOf)
 		}
 		if err != nil {
 			return d, err
@@ -455,14 +461,29 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 		}
 	}
 	sort.Slice(finalists, func(a, b int) bool { return finalists[a].ID < finalists[b].ID })
-	dec := decide(cands[si], finalists, Rule{MinGain: opts.MinGain, Alpha: opts.Alpha})
+	rule := Rule{MinGain: opts.MinGain, Alpha: opts.Alpha}
+	dec := decide(cands[si], finalists, rule)
 	d.Stock, d.Winner, d.Kept, d.P, d.Speedup, d.Reason = cands[si], dec.winner, dec.kept, dec.p, dec.speedup, dec.reason
+	if d.Winner.Class != string(variants.Exact) {
+		// The engines that require exact output get the best exact variant.
+		var exact []Candidate
+		for _, c := range finalists {
+			if c.Class == string(variants.Exact) {
+				exact = append(exact, c)
+			}
+		}
+		ex := decide(cands[si], exact, rule)
+		d.Exact = &Alternative{Winner: ex.winner, Kept: ex.kept, P: ex.p, Speedup: ex.speedup, Reason: ex.reason}
+	}
 	if d.Throttled {
 		d.Reason += " (measured while throttled: " + strings.Join(append(d.Before.Reasons, d.After.Reasons...), ",") + ")"
 	}
 	for _, c := range comp {
 		if c.ID == d.Winner.ID {
 			d.Cubin = c.Cubin
+		}
+		if d.Exact != nil && c.ID == d.Exact.Winner.ID {
+			d.Exact.Cubin = c.Cubin
 		}
 	}
 	d.Candidates = cands

@@ -30,11 +30,14 @@ type stageResult struct {
 }
 
 // Strategies take the candidate IDs without stock; stock is measured with
-// the finalists.
+// the finalists. groupOf splits candidates into groups that are selected
+// separately (the tuner groups by correctness class, so an engine that
+// requires exact output still gets the best exact variant when int8
+// activations win overall); nil means one group.
 
 // exhaustive measures every candidate screenRounds times, then the best
 // nFinalists with stock for finalRounds.
-func exhaustive(m measurer, ids []string, stock string) (stageResult, error) {
+func exhaustive(m measurer, ids []string, stock string, groupOf func(string) int) (stageResult, error) {
 	res := stageResult{screen: map[string][]float64{}, droppedAt: map[string]int{}}
 	if len(ids) == 0 {
 		return res, finals(m, &res, nil, stock)
@@ -45,7 +48,7 @@ func exhaustive(m measurer, ids []string, stock string) (stageResult, error) {
 	}
 	res.screen = s
 	res.batches = len(ids) * screenRounds
-	return res, finals(m, &res, best(s, nFinalists, stock), stock)
+	return res, finals(m, &res, perGroup(s, ids, stock, groupOf, func(int) int { return nFinalists }), stock)
 }
 
 // halving is successive halving under a budget of timed batches: every
@@ -54,10 +57,10 @@ func exhaustive(m measurer, ids []string, stock string) (stageResult, error) {
 // exhaustive. The budget left after the final measurement is split evenly
 // over the stages, so later stages, with fewer candidates, take more rounds
 // each (at least one round per candidate and stage).
-func halving(m measurer, ids []string, stock string, budget int) (stageResult, error) {
+func halving(m measurer, ids []string, stock string, budget int, groupOf func(string) int) (stageResult, error) {
 	res := stageResult{screen: map[string][]float64{}, droppedAt: map[string]int{}}
 	stages := 1
-	for n := len(ids); n > nFinalists; n = (n + 1) / 2 {
+	for n := largestGroup(ids, groupOf); n > nFinalists; n = (n + 1) / 2 {
 		stages++
 	}
 	perStage := max(0, budget-(nFinalists+1)*finalRounds) / stages
@@ -72,10 +75,10 @@ func halving(m measurer, ids []string, stock string, budget int) (stageResult, e
 		for id, v := range s {
 			res.screen[id] = v
 		}
-		if len(alive) <= nFinalists {
+		if largestGroup(alive, groupOf) <= nFinalists {
 			break
 		}
-		keep := best(s, (len(alive)+1)/2, stock)
+		keep := perGroup(s, alive, stock, groupOf, func(n int) int { return (n + 1) / 2 })
 		kept := map[string]bool{}
 		for _, id := range keep {
 			kept[id] = true
@@ -100,6 +103,43 @@ func finals(m measurer, res *stageResult, fin []string, stock string) error {
 	res.final = s
 	res.batches += len(ids) * finalRounds
 	return nil
+}
+
+// perGroup returns, fastest first, the keep(n) fastest IDs of each group,
+// where n is the group's size among ids.
+func perGroup(samples map[string][]float64, ids []string, stock string, groupOf func(string) int, keep func(n int) int) []string {
+	if groupOf == nil {
+		groupOf = func(string) int { return 0 }
+	}
+	size := map[int]int{}
+	for _, id := range ids {
+		size[groupOf(id)]++
+	}
+	taken := map[int]int{}
+	var out []string
+	for _, id := range best(samples, len(samples), stock) {
+		g := groupOf(id)
+		if taken[g] < keep(size[g]) {
+			taken[g]++
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// largestGroup returns the size of the largest group among ids.
+func largestGroup(ids []string, groupOf func(string) int) int {
+	if groupOf == nil {
+		return len(ids)
+	}
+	size := map[int]int{}
+	n := 0
+	for _, id := range ids {
+		g := groupOf(id)
+		size[g]++
+		n = max(n, size[g])
+	}
+	return n
 }
 
 // best returns up to n IDs with the lowest median, stock excluded, fastest

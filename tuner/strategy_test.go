@@ -42,13 +42,13 @@ func space200(seed uint64) (*replay, []string) {
 func TestStrategiesFindTheOptimum(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
 		ex, ids := space200(seed)
-		exRes, err := exhaustive(ex, ids, "stock")
+		exRes, err := exhaustive(ex, ids, "stock", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sh, _ := space200(seed)
 		const budget = 1200
-		shRes, err := halving(sh, ids, "stock", budget)
+		shRes, err := halving(sh, ids, "stock", budget, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,8 +71,46 @@ func TestStrategiesFindTheOptimum(t *testing.T) {
 
 func TestExhaustiveWithoutCandidates(t *testing.T) {
 	r := &replay{truth: map[string]float64{"stock": 100}, rng: rand.New(rand.NewPCG(1, 1))}
-	res, err := exhaustive(r, nil, "stock")
+	res, err := exhaustive(r, nil, "stock", nil)
 	if err != nil || len(res.final["stock"]) != finalRounds {
 		t.Fatalf("exhaustive(no candidates) = %v, %v", res, err)
+	}
+}
+
+// With two groups, each keeps its own finalists even when one group is
+// faster throughout (int8 activations beating every exact variant).
+func TestStrategiesKeepEachGroup(t *testing.T) {
+	r, ids := space200(3)
+	groupOf := func(id string) int {
+		if id < "v100" {
+			return 1 // the fast group
+		}
+		return 0
+	}
+	for i, id := range ids {
+		if groupOf(id) == 1 {
+			r.truth[id] = 40 + float64(i%10)
+		}
+	}
+	for name, run := range map[string]func() (stageResult, error){
+		"exhaustive": func() (stageResult, error) { return exhaustive(r, ids, "stock", groupOf) },
+		"halving":    func() (stageResult, error) { return halving(r, ids, "stock", 1200, groupOf) },
+	} {
+		res, err := run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		per := map[int]int{}
+		for id := range res.final {
+			if id != "stock" {
+				per[groupOf(id)]++
+			}
+		}
+		if per[0] != nFinalists || per[1] != nFinalists {
+			t.Errorf("%s: finalists per group %v, want %d each", name, per, nFinalists)
+		}
+		if _, ok := res.final["v123"]; !ok {
+			t.Errorf("%s: the exact group's optimum v123 is not a finalist", name)
+		}
 	}
 }

@@ -86,6 +86,10 @@ type Decision struct {
 	Throttled  bool        `json:"throttled"`
 	Candidates []Candidate `json:"candidates"`
 	Cubin      []byte      `json:"-"`
+	// Exact is the best exact-class choice when Winner is of class
+	// tolerance (int8 activations): what an engine that sets
+	// GEMV_REQUIRE_EXACT=1 gets. Nil when Winner is exact.
+	Exact *Alternative `json:"exact,omitempty"`
 
 	GPUName    string    `json:"gpu_name"`
 	GPUUUID    string    `json:"gpu_uuid"`
@@ -94,4 +98,14 @@ type Decision struct {
 	SourceHash string    `json:"source_hash"`
 	Time       time.Time `json:"time"`
 	Wall       float64   `json:"wall_seconds"`
+}
+
+// Alternative is a second decision among the exact-class candidates only.
+type Alternative struct {
+	Winner  Candidate `json:"winner"`
+	Kept    bool      `json:"kept_stock"`
+	P       float64   `json:"p"`
+	Speedup float64   `json:"speedup"`
+	Reason  string    `json:"reason"`
+	Cubin   []byte    `json:"-"`
 }
