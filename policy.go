@@ -9,15 +9,23 @@
 //	// c.ID "r2f3u1s0w8", c.Source "tuned", c.Cubin (nil: compile c.ID's source)
 //
 // The package reads no GPU and imports neither purego nor cgo; after Open
-// it holds no file open and no lock. docs/cache.md and docs/env.md describe
-// the rules.
+// it holds no file open and no lock. Open copies the cache's summaries in one
+// read transaction (cache.ReadTable) but not its cubins: a stored cubin is
+// read on the first Lookup that returns it; see Choice.Cubin. Everything
+// else a lookup derives is built on first use and kept, so that repeated
+// lookups of a tuned or nearest shape do not allocate. docs/cache.md and
+// docs/env.md describe the rules.
 package gemvtune
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
-	"sort"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
 
 	"github.com/gemvtune/gemvtune/cache"
 	"github.com/gemvtune/gemvtune/space"
@@ -51,35 +59,83 @@ type Policy struct {
 	env         settings
 	cacheSource string // SourceNoCache or SourceCorruptCache when the cache is unusable
 	families    map[string]*famInfo
-	groups      map[groupKey]*group
-	byKey       map[cache.Key]*entry
-	archs       map[string]bool // archs with at least one record
-	bad         map[cache.Key]string
+	tables
+}
+
+// tables is what Open read from the cache.
+type tables struct {
+	t         *cache.Table
+	archs     map[string]*archInfo // archs with at least one record or unreadable entry
+	bad       map[cache.Key]string // unreadable entries
+	cubinPath string               // absolute CachePath, for reading cubins
 }
 
 type famInfo struct {
+	name string
 	fam  variants.Family
 	hash string
+	idx  int // in famTable's list
 }
 
-type groupKey struct{ arch, format string }
+// famTable indexes the registered families (fixed at init) once.
+var famTable = sync.OnceValues(func() (map[string]*famInfo, []*famInfo) {
+	m := map[string]*famInfo{}
+	var list []*famInfo
+	for _, f := range variants.Families() {
+		fi := &famInfo{name: f.Format().Name(), fam: f, hash: f.SourceHash(), idx: len(list)}
+		m[fi.name] = fi
+		list = append(list, fi)
+	}
+	return m, list
+})
+
+// archInfo holds an arch's groups, indexed by famInfo.idx (nil: nothing of
+// that format).
+type archInfo struct {
+	name   string
+	groups []*group
+}
 
 // group holds the records of one (arch, format).
 type group struct {
-	byCols map[int][]*entry // usable (not stale) records, sorted by rows
-	cubins map[space.Params][]byte
+	fam     *famInfo
+	members []int32 // table indexes, in index order
+
+	once     sync.Once
+	keys     []member                    // members sorted by (cols, rows)
+	cubins   map[space.Params]*cubinSlot // cubin of each current winner; the last record wins
+	ids      map[space.Params]string     // ID of each current winner
+	staleWhy map[int32]string            // why each stale record (by table index) is stale
+	memo     []atomic.Pointer[memo]      // by keys index: Lookup's answer for exactly that key
+	near     []atomic.Pointer[Choice]    // by keys index: the nearest-rule choice built on that record
 }
 
-// entry is one record; sum points into the snapshot.
-type entry struct {
-	sum      *cache.Summary
-	stale    bool
-	staleWhy string
+// member is a record of a group, with what lookups need of it.
+type member struct {
+	key     uint64 // cols<<32 | rows
+	i       int32  // in the table
+	current bool   // not stale (else group.staleWhy[i] says why)
+	exact   bool   // exact-class winner
 }
 
-// Open reads the environment (design.md §7) and the whole cache, then closes
-// the file. An invalid environment value is an error naming the variable
-// and the accepted values. With GEMV_TUNE_DISABLE=1 the cache is not read.
+func shapeKey(rows, cols int) uint64 { return uint64(cols)<<32 | uint64(rows) }
+
+type memo struct {
+	c   Choice
+	err error
+}
+
+// cubinSlot is one stored cubin, read by the first lookup that needs it.
+type cubinSlot struct {
+	ref  cache.CubinRef
+	once sync.Once
+	data []byte
+}
+
+// Open reads the environment (design.md §7) and the cache's summaries, then
+// closes the file. An invalid environment value is an error naming the
+// variable and the accepted values. With GEMV_TUNE_DISABLE=1 the cache is
+// not read.
 func Open(opts *Options) (*Policy, error) {
 	var o Options
 	if opts != nil {
@@ -93,11 +149,8 @@ func Open(opts *Options) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Policy{env: env, families: map[string]*famInfo{}, groups: map[groupKey]*group{},
-		archs: map[string]bool{}, bad: map[cache.Key]string{}}
-	for _, f := range variants.Families() {
-		p.families[f.Format().Name()] = &famInfo{fam: f, hash: f.SourceHash()}
-	}
+	fams, _ := famTable()
+	p := &Policy{env: env, families: fams}
 	if env.disable {
 		return p, nil
 	}
@@ -107,7 +160,7 @@ func Open(opts *Options) (*Policy, error) {
 			return p.cacheFailed(o, err, SourceNoCache)
 		}
 	}
-	snap, err := readSnapshot(p.CachePath)
+	t, err := cache.ReadTable(p.CachePath, nil)
 	if err != nil {
 		src := SourceCorruptCache
 		if errors.Is(err, cache.ErrNotExist) {
@@ -115,17 +168,12 @@ func Open(opts *Options) (*Policy, error) {
 		}
 		return p.cacheFailed(o, err, src)
 	}
-	p.build(snap)
-	return p, nil
-}
-
-func readSnapshot(path string) (*cache.Snapshot, error) {
-	db, err := cache.Open(path, &cache.Options{ReadOnly: true})
-	if err != nil {
-		return nil, err
+	p.build(t)
+	p.cubinPath = p.CachePath
+	if abs, err := filepath.Abs(p.CachePath); err == nil {
+		p.cubinPath = abs
 	}
-	defer db.Close()
-	return db.Snapshot(true)
+	return p, nil
 }
 
 func (p *Policy) cacheFailed(o Options, err error, src string) (*Policy, error) {
@@ -136,55 +184,165 @@ func (p *Policy) cacheFailed(o Options, err error, src string) (*Policy, error) 
 	return p, nil
 }
 
-// build indexes the snapshot: records by shape, usable records by cols
-// (sorted by rows) for nearest lookups, and cubins by variant.
-func (p *Policy) build(snap *cache.Snapshot) {
-	for _, b := range snap.Bad {
-		p.bad[b.Key] = b.Err.Error()
-		if b.Key.Arch != "" {
-			p.archs[b.Key.Arch] = true
-		}
-		if p.CacheErr == nil {
-			p.CacheErr = fmt.Errorf("%d unreadable cache entries skipped, first: %w", len(snap.Bad), b.Err)
-		}
-	}
-	entries := make([]entry, len(snap.Summaries))
-	p.byKey = make(map[cache.Key]*entry, len(snap.Summaries))
-	var last *group
-	var lastKey groupKey
-	for i := range snap.Summaries {
-		s := &snap.Summaries[i]
-		p.archs[s.Arch] = true
-		fi := p.families[s.Format]
-		if fi == nil {
-			continue // a format this build does not know: never looked up
-		}
-		gk := groupKey{s.Arch, s.Format}
-		g := last
-		if gk != lastKey || g == nil {
-			if g = p.groups[gk]; g == nil {
-				g = &group{byCols: map[int][]*entry{}, cubins: map[space.Params][]byte{}}
-				p.groups[gk] = g
-			}
-			last, lastKey = g, gk
-		}
-		e := &entries[i]
-		e.sum = s
-		e.stale, e.staleWhy = s.Stale(fi.hash, cache.ToolVersion)
-		p.byKey[s.Key] = e
-		if e.stale {
-			continue
-		}
-		g.byCols[s.Cols] = append(g.byCols[s.Cols], e)
-		if s.CubinHash != "" {
-			if c := snap.Cubins[s.CubinHash]; c != nil {
-				g.cubins[s.Params] = c
+// build notes the unreadable entries and sorts the records into their
+// (arch, format) groups, keeping index order. Everything else is derived
+// per group on first use (group.init).
+func (p *Policy) build(t *cache.Table) {
+	p.t = t
+	_, fams := famTable()
+	nf := len(fams)
+	var archs []*archInfo
+	archIdx := func(name string) int {
+		for i, a := range archs {
+			if a.name == name {
+				return i
 			}
 		}
+		archs = append(archs, &archInfo{name: name})
+		return len(archs) - 1
 	}
-	for _, g := range p.groups {
-		for _, list := range g.byCols {
-			sort.Slice(list, func(i, j int) bool { return list[i].sum.Rows < list[j].sum.Rows })
+	famIdx := func(name string) int {
+		for _, fi := range fams {
+			if fi.name == name {
+				return fi.idx
+			}
+		}
+		return -1 // a format this build does not know: never looked up
+	}
+	if bad := t.Bad(); len(bad) > 0 {
+		p.bad = make(map[cache.Key]string, len(bad))
+		for _, b := range bad {
+			p.bad[b.Key] = b.Err.Error()
+			if b.Key.Arch != "" {
+				archIdx(b.Key.Arch)
+			}
+		}
+		p.CacheErr = fmt.Errorf("%d unreadable cache entries skipped, first: %w", len(bad), bad[0].Err)
+	}
+	// Group of each record: arch index × nf + family index, or -1. Names
+	// are resolved once per distinct string.
+	refArch := make([]int32, 2*t.NumStrings())
+	refFam := refArch[t.NumStrings():]
+	for i := range refArch {
+		refArch[i] = -2 // not yet resolved
+	}
+	groupOf := func(i int) int {
+		var a, f int
+		if ar, fr, ok := t.Names(i); ok {
+			if refArch[ar] == -2 {
+				refArch[ar] = int32(archIdx(t.String(ar)))
+			}
+			if refFam[fr] == -2 {
+				refFam[fr] = int32(famIdx(t.String(fr)))
+			}
+			a, f = int(refArch[ar]), int(refFam[fr])
+		} else {
+			k := t.Key(i)
+			a, f = archIdx(k.Arch), famIdx(k.Format)
+		}
+		if f < 0 {
+			return -1
+		}
+		return a*nf + f
+	}
+	n := t.Len()
+	counts := make([]int32, 1, 64)
+	for i := 0; i < n; i++ {
+		if g := groupOf(i); g >= 0 {
+			if g+1 >= len(counts) {
+				counts = append(counts, make([]int32, g+2-len(counts))...)
+			}
+			counts[g+1]++
 		}
 	}
+	counts = append(counts, make([]int32, len(archs)*nf+1-len(counts))...)
+	for i := 1; i < len(counts); i++ {
+		counts[i] += counts[i-1]
+	}
+	members := make([]int32, counts[len(counts)-1])
+	next := counts[:len(counts)-1]
+	for i := 0; i < n; i++ {
+		if g := groupOf(i); g >= 0 {
+			members[next[g]] = int32(i)
+			next[g]++
+		}
+	}
+	// next[g] is now the end of group g, which starts where g-1 ends.
+	p.archs = make(map[string]*archInfo, len(archs))
+	start := int32(0)
+	for ai, a := range archs {
+		for f := 0; f < nf; f++ {
+			end := next[ai*nf+f]
+			if end > start {
+				if a.groups == nil {
+					a.groups = make([]*group, nf)
+				}
+				a.groups[f] = &group{fam: fams[f], members: members[start:end:end]}
+			}
+			start = end
+		}
+		p.archs[a.name] = a
+	}
+}
+
+// init sorts g's members by shape, notes which are stale, collects the
+// cubins of its current records and makes room for the lookups' memos, on
+// first use.
+func (g *group) init(p *Policy) {
+	g.once.Do(func() {
+		keys := make([]member, len(g.members))
+		cubins := map[space.Params]*cubinSlot{}
+		ids := map[space.Params]string{}
+		slots := map[string]*cubinSlot{}
+		type staleKey struct {
+			schema    int
+			src, tool string
+		}
+		whys := map[staleKey]string{}
+		var staleWhy map[int32]string
+		for j, i := range g.members {
+			s := p.t.Summary(int(i))
+			m := &keys[j]
+			*m = member{key: shapeKey(s.Rows, s.Cols), i: i, exact: s.Class == cache.ClassExact, current: true}
+			if s.Schema != cache.SchemaVersion || s.SourceHash != g.fam.hash || s.ToolVersion != cache.ToolVersion {
+				sk := staleKey{s.Schema, s.SourceHash, s.ToolVersion}
+				why, ok := whys[sk]
+				if !ok {
+					_, why = s.Stale(g.fam.hash, cache.ToolVersion)
+					whys[sk] = why
+				}
+				m.current = false
+				if staleWhy == nil {
+					staleWhy = map[int32]string{}
+				}
+				staleWhy[i] = why
+				continue
+			}
+			if _, ok := ids[s.Params]; !ok {
+				ids[s.Params] = idOf(s.Params)
+			}
+			if s.CubinHash == "" {
+				continue
+			}
+			slot := slots[s.CubinHash]
+			if slot == nil {
+				ref, ok := p.t.Cubin(s.CubinHash)
+				if !ok {
+					continue // not stored
+				}
+				slot = &cubinSlot{ref: ref}
+				slots[s.CubinHash] = slot
+			}
+			cubins[s.Params] = slot
+		}
+		slices.SortFunc(keys, func(a, b member) int { // by shape, then index order
+			if c := cmp.Compare(a.key, b.key); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.i, b.i)
+		})
+		g.keys, g.cubins, g.ids, g.staleWhy = keys, cubins, ids, staleWhy
+		g.memo = make([]atomic.Pointer[memo], len(keys))
+		g.near = make([]atomic.Pointer[Choice], len(keys))
+	})
 }

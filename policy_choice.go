@@ -36,10 +36,15 @@ type Choice struct {
 	// bytes): the engine repacks once at load when it is not 0.
 	Layout int
 	// Cubin is the stored compiled kernel for exactly this variant and arch,
-	// or nil: the engine then compiles the variant's source itself.
+	// or nil: the engine then compiles the variant's source itself. It is
+	// read from the cache file on the first lookup that returns it, with
+	// one positioned read checked against the cubin's sha256 (Open does not
+	// load cubins and holds no lock); if the file has changed since Open,
+	// it is found by its hash in the current file, else it is nil. Lookups
+	// share it: do not modify it.
 	Cubin []byte
 	// Evidence holds the measurement behind a tuned or nearest choice; nil
-	// otherwise.
+	// otherwise. Lookups share it: do not modify it.
 	Evidence *Evidence
 }
 

@@ -1,7 +1,9 @@
 package gemvtune
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,6 +31,48 @@ import (
 // A bad arch, an unknown format or a shape that the format cannot hold
 // returns an error (and a stock Choice saying so).
 func (p *Policy) Lookup(arch, format string, rows, cols int) (Choice, error) {
+	at := p.find(arch, format, rows, cols)
+	if at.j < 0 {
+		return p.lookup(arch, format, rows, cols, at)
+	}
+	// A key the cache holds: its answer never changes, so the first one
+	// is kept and later lookups copy it without allocating.
+	g := at.g
+	if m := g.memo[at.j].Load(); m != nil {
+		return m.c, m.err
+	}
+	c, err := p.lookup(arch, format, rows, cols, at)
+	g.memo[at.j].Store(&memo{c, err})
+	return c, err
+}
+
+// place is where find found a key: its group (if known: g may be nil for
+// none) and its index in g.keys (-1: not there).
+type place struct {
+	g     *group
+	j     int
+	known bool
+}
+
+// find looks up the record of exactly this key.
+func (p *Policy) find(arch, format string, rows, cols int) place {
+	a := p.archs[arch]
+	fi := p.families[format]
+	if a == nil || fi == nil || rows < 1 || cols < 1 || rows > space.MaxDim || cols > space.MaxDim {
+		return place{j: -1}
+	}
+	var g *group
+	if a.groups != nil {
+		g = a.groups[fi.idx]
+	}
+	if g == nil {
+		return place{j: -1, known: true}
+	}
+	return place{g: g, j: g.find(p, rows, cols), known: true}
+}
+
+// lookup is Lookup without the memo.
+func (p *Policy) lookup(arch, format string, rows, cols int, at place) (Choice, error) {
 	if _, err := space.ParseArch(arch); err != nil {
 		return invalid(err)
 	}
@@ -46,7 +90,15 @@ func (p *Policy) Lookup(arch, format string, rows, cols int) (Choice, error) {
 	if p.env.disable {
 		return stock(SourceDisabled, "GEMV_TUNE_DISABLE=1: stock kernel everywhere"), nil
 	}
-	g := p.groups[groupKey{arch, format}]
+	g := at.g
+	if !at.known {
+		if a := p.archs[arch]; a != nil && a.groups != nil {
+			g = a.groups[fi.idx]
+		}
+		if g != nil {
+			at.j = g.find(p, rows, cols)
+		}
+	}
 	if f := p.env.forced(format); f != nil {
 		why := f.env
 		if len(p.env.overrides) > 0 {
@@ -54,7 +106,7 @@ func (p *Policy) Lookup(arch, format string, rows, cols int) (Choice, error) {
 		}
 		return p.variant(fi, g, p.env.apply(f.params), why, rows, cols), nil
 	}
-	c := p.fromCache(fi, g, arch, format, sh)
+	c := p.fromCache(fi, g, at.j, arch, format, sh)
 	if len(p.env.overrides) > 0 {
 		if q := p.env.apply(c.Params); q != c.Params {
 			why := p.env.overrideText + " on top of " + c.ID + " (" + c.Source + ")"
@@ -76,91 +128,131 @@ func (p *Policy) variant(fi *famInfo, g *group, q space.Params, why string, rows
 	}
 	c := Choice{ID: idOf(q), Params: q, Class: class, Source: SourceForced, Reason: why, Layout: q.L}
 	if g != nil {
-		c.Cubin = g.cubins[q]
+		c.Cubin = p.groupCubin(g, q)
 	}
 	return c
 }
 
 // fromCache is step 3 of Lookup.
-func (p *Policy) fromCache(fi *famInfo, g *group, arch, format string, sh space.Shape) Choice {
+func (p *Policy) fromCache(fi *famInfo, g *group, j int, arch, format string, sh space.Shape) Choice {
 	if p.cacheSource != "" {
 		return stock(p.cacheSource, "cache "+p.CachePath+" unusable: "+p.CacheErr.Error())
 	}
-	key := cache.Key{Arch: arch, Format: format, Rows: sh.Rows, Cols: sh.Cols}
-	if why, ok := p.bad[key]; ok {
-		return stock(SourceCorruptCache, "the cache entry for this shape is unreadable: "+why)
+	if len(p.bad) > 0 {
+		if why, ok := p.bad[cache.Key{Arch: arch, Format: format, Rows: sh.Rows, Cols: sh.Cols}]; ok {
+			return stock(SourceCorruptCache, "the cache entry for this shape is unreadable: "+why)
+		}
 	}
 	if g == nil {
-		if !p.archs[arch] {
+		if p.archs[arch] == nil {
 			return stock(SourceUntunedArch, "the cache has no records for "+arch+" (other archs' winners are never used)")
 		}
 		return stock(SourceDefault, "nothing tuned for "+format+" on "+arch)
 	}
-	if e := p.byKey[key]; e != nil {
+	if j >= 0 {
+		m := &g.keys[j]
+		s := p.t.Summary(int(m.i))
 		switch {
-		case e.stale:
-			return stock(SourceStale, "the record for this shape is stale: "+e.staleWhy)
-		case p.env.requireExact && e.sum.Class != cache.ClassExact:
-			return stock(SourceDefault, "the tuned winner "+idOf(e.sum.Params)+" is "+e.sum.Class+"-class and GEMV_REQUIRE_EXACT=1")
+		case !m.current:
+			return stock(SourceStale, "the record for this shape is stale: "+g.staleWhy[m.i])
+		case p.env.requireExact && s.Class != cache.ClassExact:
+			return stock(SourceDefault, "the tuned winner "+idOf(s.Params)+" is "+s.Class+"-class and GEMV_REQUIRE_EXACT=1")
 		}
-		if err := fi.fam.Gate(e.sum.Params, sh.Rows, sh.Cols); err != nil {
-			return stock(SourceDefault, "the tuned winner "+idOf(e.sum.Params)+" fails this build's gate: "+err.Error())
+		if err := fi.fam.Gate(s.Params, sh.Rows, sh.Cols); err != nil {
+			return stock(SourceDefault, "the tuned winner "+idOf(s.Params)+" fails this build's gate: "+err.Error())
 		}
-		return p.fromEntry(g, e, SourceTuned, "tuned for this shape on "+e.sum.GPUName+": "+e.sum.Decision)
+		return p.fromSummary(g, &s, SourceTuned, "tuned for this shape on "+s.GPUName+": "+s.Decision)
 	}
-	e := p.nearest(g.byCols[sh.Cols], sh.Rows)
-	if e == nil {
+	j = p.nearest(g, sh.Rows, sh.Cols)
+	if j < 0 {
 		return stock(SourceDefault, "no usable tuned "+format+" record on "+arch+" with "+itoa(sh.Cols)+" cols")
 	}
-	if err := fi.fam.Gate(e.sum.Params, sh.Rows, sh.Cols); err != nil {
-		return stock(SourceDefault, "nearest tuned shape "+e.sum.Shape().String()+" has winner "+idOf(e.sum.Params)+", whose gate fails here: "+err.Error())
+	if c := g.near[j].Load(); c != nil && fi.fam.Gate(c.Params, sh.Rows, sh.Cols) == nil {
+		return *c
 	}
-	return p.fromEntry(g, e, SourceNearest, "nearest tuned shape "+e.sum.Shape().String()+" (same cols, closest rows) on "+e.sum.GPUName+": "+e.sum.Decision)
+	s := p.t.Summary(int(g.keys[j].i))
+	if err := fi.fam.Gate(s.Params, sh.Rows, sh.Cols); err != nil {
+		return stock(SourceDefault, "nearest tuned shape "+s.Shape().String()+" has winner "+idOf(s.Params)+", whose gate fails here: "+err.Error())
+	}
+	c := p.fromSummary(g, &s, SourceNearest, "nearest tuned shape "+s.Shape().String()+" (same cols, closest rows) on "+s.GPUName+": "+s.Decision)
+	g.near[j].Store(&c)
+	return c
 }
 
-// nearest returns the usable entry with the closest rows (the larger on a
-// tie); list is sorted by rows.
-func (p *Policy) nearest(list []*entry, rows int) *entry {
-	usable := func(e *entry) bool { return !p.env.requireExact || e.sum.Class == cache.ClassExact }
-	i := 0
-	for lo, hi := 0, len(list); lo < hi; {
-		m := int(uint(lo+hi) >> 1)
-		if list[m].sum.Rows < rows {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-		i = lo
+// find returns the index in g.keys of shape rows×cols (the last in index
+// order if the index named it twice), or -1.
+func (g *group) find(p *Policy, rows, cols int) int {
+	g.init(p)
+	k := shapeKey(rows, cols)
+	ks := g.keys
+	i, _ := slices.BinarySearchFunc(ks, k+1, cmpKey)
+	if i == 0 || ks[i-1].key != k {
+		return -1
 	}
-	var below, above *entry
-	for j := i - 1; j >= 0; j-- {
-		if usable(list[j]) {
-			below = list[j]
+	return i - 1
+}
+
+// nearest returns the index in g.keys of the current, usable record with
+// cols columns and the closest rows (the larger on a tie), or -1.
+func (p *Policy) nearest(g *group, rows, cols int) int {
+	g.init(p)
+	ks := g.keys
+	usable := func(j int) bool { return ks[j].current && (!p.env.requireExact || ks[j].exact) }
+	lo, _ := slices.BinarySearchFunc(ks, shapeKey(0, cols), cmpKey)
+	if lo == len(ks) || ks[lo].key>>32 != uint64(cols) {
+		return -1 // no record with these cols
+	}
+	hi, _ := slices.BinarySearchFunc(ks[lo:], shapeKey(0, cols+1), cmpKey)
+	hi += lo
+	i, _ := slices.BinarySearchFunc(ks[lo:hi], shapeKey(rows, cols), cmpKey)
+	i += lo
+	below, above := -1, -1
+	for j := i - 1; j >= lo; j-- {
+		if usable(j) {
+			below = j
 			break
 		}
 	}
-	for j := i; j < len(list); j++ {
-		if usable(list[j]) {
-			above = list[j]
+	for j := i; j < hi; j++ {
+		if usable(j) {
+			above = j
 			break
 		}
 	}
 	switch {
-	case below == nil:
+	case below < 0:
 		return above
-	case above == nil:
+	case above < 0:
 		return below
-	case rows-below.sum.Rows < above.sum.Rows-rows:
+	case rows-int(ks[below].key&0xffffffff) < int(ks[above].key&0xffffffff)-rows:
 		return below
 	}
 	return above
 }
 
-func (p *Policy) fromEntry(g *group, e *entry, source, reason string) Choice {
-	s := e.sum
+func cmpKey(m member, k uint64) int { return cmp.Compare(m.key, k) }
+
+// groupCubin returns the stored cubin of q's current record in g (read on
+// first use), or nil.
+func (p *Policy) groupCubin(g *group, q space.Params) []byte {
+	g.init(p)
+	s := g.cubins[q]
+	if s == nil {
+		return nil
+	}
+	s.once.Do(func() { s.data, _ = cache.LoadCubin(p.cubinPath, s.ref) })
+	return s.data
+}
+
+// fromSummary is the choice of the record s, a current record of g.
+func (p *Policy) fromSummary(g *group, s *cache.Summary, source, reason string) Choice {
+	id, ok := g.ids[s.Params]
+	if !ok {
+		id = idOf(s.Params)
+	}
 	return Choice{
-		ID: idOf(s.Params), Params: s.Params, Class: s.Class, Source: source, Reason: reason,
-		Layout: s.Params.L, Cubin: g.cubins[s.Params],
+		ID: id, Params: s.Params, Class: s.Class, Source: source, Reason: reason,
+		Layout: s.Params.L, Cubin: p.groupCubin(g, s.Params),
 		Evidence: &Evidence{MedianUS: s.MedianUS, GBs: s.GBs, PctCeiling: s.PctCeiling, Speedup: s.Speedup,
 			P: s.P, GPUName: s.GPUName, Time: s.Time, TunedShape: s.Shape().String()},
 	}

@@ -7,6 +7,7 @@
 //
 //	_meta                      "layout" → file layout version (FileVersion);
 //	                           "index" → every record's binary Summary, one blob
+//	                           (a Table of fixed-size records; see table.go)
 //	_cubins                    sha256 hex → cubin bytes (stored once per content)
 //	_cubinrefs                 sha256 hex → number of records that use it
 //	sm_90 / q4_0 / 4096x14336  → Record as JSON with a "schema" field
@@ -23,7 +24,9 @@
 // operations return errors that match ErrCorrupt with errors.Is. An empty
 // (zero-length) file is an empty cache; a writer initialises it.
 //
-// Policy (package gemvtune) reads Snapshot, which decodes only the index of
-// small binary summaries, so an engine's start-up stays in milliseconds for
-// thousands of records.
+// Policy (package gemvtune) reads ReadTable, which copies the index's
+// records and strings in two runs of bytes and locates (does not read) the
+// cubins, so an engine's start-up stays around a millisecond or two for
+// thousands of records; LoadCubin reads a located cubin later without
+// bbolt. Snapshot gives the same summaries as a slice of Summary.
 package cache

@@ -10,7 +10,9 @@ import (
 
 // The index is one value (bucket _meta, key "index") holding the summary of
 // every record, so that an engine's start-up reads one contiguous blob
-// instead of walking thousands of keys. Its form, little-endian:
+// instead of walking thousands of keys. It is written as version 2 (a
+// Table; see table.go) when every summary fits a record, else as version 1,
+// little-endian:
 //
 //	u8 version (1), u32 count, then count times:
 //	u16 key length, key ("sm_90/q4_0/4096x14336"), u32 summary length, summary
@@ -35,10 +37,19 @@ type index struct {
 	pos     map[string]int
 }
 
-// parseIndex decodes an index value; sums alias b.
+// parseIndex decodes an index value (version 1: sums alias b; version 2:
+// each summary is encoded anew).
 func parseIndex(b []byte) (*index, error) {
 	ix := &index{pos: map[string]int{}}
 	if len(b) == 0 {
+		return ix, nil
+	}
+	if t, ok := parseTable(b); ok {
+		ix.entries = make([]indexEntry, 0, t.Len())
+		for i := 0; i < t.Len(); i++ {
+			s := t.Summary(i)
+			ix.set(s.Key.String(), encodeSummary(s))
+		}
 		return ix, nil
 	}
 	d := decoder{b: b}
@@ -107,7 +118,39 @@ func (ix *index) del(key string) {
 	delete(ix.pos, key)
 }
 
+// save writes the index: as a Table (version 2) if every entry fits one,
+// else as version 1.
 func (ix *index) save(tx *bolt.Tx) error {
+	b, ok := ix.table()
+	if !ok {
+		b = ix.encodeV1()
+	}
+	m, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if err := m.Put(keyIndex, b); err != nil {
+		return fmt.Errorf("writing index: %w", err)
+	}
+	return nil
+}
+
+// table encodes the index as version 2; false if an entry does not parse,
+// decode or fit a record.
+func (ix *index) table() ([]byte, bool) {
+	tb := newTableBuilder(len(ix.entries))
+	var s rawSummary
+	var nk keyNames
+	for _, e := range ix.entries {
+		if !parseKeyInto(&nk, &s, []byte(e.key)) || s.Key().String() != e.key || decodeRaw(e.sum, &s) != nil {
+			return nil, false
+		}
+		tb.add(&s)
+	}
+	return tb.finish().encode()
+}
+
+func (ix *index) encodeV1() []byte {
 	size := 5
 	for _, e := range ix.entries {
 		size += 6 + len(e.key) + len(e.sum)
@@ -121,14 +164,7 @@ func (ix *index) save(tx *bolt.Tx) error {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(e.sum)))
 		b = append(b, e.sum...)
 	}
-	m, err := tx.CreateBucketIfNotExists(bucketMeta)
-	if err != nil {
-		return err
-	}
-	if err := m.Put(keyIndex, b); err != nil {
-		return fmt.Errorf("writing index: %w", err)
-	}
-	return nil
+	return b
 }
 
 // forEachRecord calls fn for every stored record value of arch ("" = all)

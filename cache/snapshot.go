@@ -24,34 +24,20 @@ type BadEntry struct {
 
 // Snapshot reads every summary (and, with cubins, the cubins they use). A
 // summary that does not decode is rebuilt from its JSON record; if that
-// fails too, the entry is listed in Bad.
+// fails too, the entry is listed in Bad. Engines use ReadTable instead,
+// which copies less.
 func (db *DB) Snapshot(cubins bool) (*Snapshot, error) {
 	s := &Snapshot{Cubins: map[string][]byte{}}
-	strs := map[string]string{}
-	intern := func(b []byte) string {
-		if v, ok := strs[string(b)]; ok {
-			return v
-		}
-		v := string(b)
-		strs[v] = v
-		return v
-	}
 	err := db.view(func(tx *bolt.Tx) error {
-		var raw []byte
-		if m := tx.Bucket(bucketMeta); m != nil {
-			raw = m.Get(keyIndex)
+		t, err := loadTable(tx, false)
+		if err != nil {
+			return err
 		}
-		if err := s.readIndex(raw, intern, tx); err != nil {
-			// Unreadable index: rebuild the summaries from the JSON records.
-			s.Summaries, s.Bad = nil, nil
-			ix, err := loadIndex(tx)
-			if err != nil {
-				return err
-			}
-			for _, e := range ix.entries {
-				s.add(tx, e.key, e.sum, intern)
-			}
+		s.Summaries = make([]Summary, t.Len())
+		for i := range s.Summaries {
+			s.Summaries[i] = t.Summary(i)
 		}
+		s.Bad = t.Bad()
 		if !cubins {
 			return nil
 		}
@@ -73,53 +59,6 @@ func (db *DB) Snapshot(cubins bool) (*Snapshot, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// readIndex decodes the index blob (see index.go) straight into s.
-func (s *Snapshot) readIndex(b []byte, intern func([]byte) string, tx *bolt.Tx) error {
-	if len(b) == 0 {
-		return nil
-	}
-	d := decoder{b: b}
-	if d.u8() != indexVersion {
-		return errIndex
-	}
-	n := int(d.u32())
-	if d.err != nil || n > len(b) {
-		return errIndex
-	}
-	s.Summaries = make([]Summary, 0, n)
-	for i := 0; i < n; i++ {
-		k := d.bytes(int(d.u16()))
-		v := d.bytes(int(d.u32()))
-		if d.err != nil {
-			return errIndex
-		}
-		s.add(tx, string(k), v, intern)
-	}
-	if len(d.b) != 0 {
-		return errIndex
-	}
-	return nil
-}
-
-// add decodes one index entry, falling back to the JSON record.
-func (s *Snapshot) add(tx *bolt.Tx, key string, v []byte, intern func([]byte) string) {
-	k, err := parseIndexKey(key)
-	if err != nil {
-		s.Bad = append(s.Bad, BadEntry{Key: k, Err: err})
-		return
-	}
-	sum, err := decodeSummary(v, intern)
-	if err != nil {
-		sum, err = summaryFromRecord(tx, k)
-	}
-	if err != nil {
-		s.Bad = append(s.Bad, BadEntry{Key: k, Err: err})
-		return
-	}
-	sum.Key = k
-	s.Summaries = append(s.Summaries, sum)
 }
 
 func summaryFromRecord(tx *bolt.Tx, k Key) (Summary, error) {

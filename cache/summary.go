@@ -3,7 +3,6 @@ package cache
 import (
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"math"
 	"time"
 
@@ -48,16 +47,29 @@ func (s Summary) Stale(currentSourceHash, toolVersion string) (stale bool, why s
 }
 
 // summaryVersion is the first byte of an encoded summary.
-const summaryVersion = 1
+//
+// Version 2 (written only when Params.A, the activation-path knob, is not
+// 0, so that summaries of other variants stay readable by older readers)
+// has A as a seventh u16 after L.
+const (
+	summaryVersion  = 1
+	summaryVersion2 = 2
+)
 
 var errShortSummary = errors.New("summary truncated")
 
 // encodeSummary writes s (without its key, which is the index key).
 func encodeSummary(s Summary) []byte {
 	b := make([]byte, 0, 128+len(s.Decision)+len(s.GPUName)+len(s.SourceHash)+len(s.ToolVersion)+len(s.CubinHash))
-	b = append(b, summaryVersion)
+	knobs := []int{s.Params.R, s.Params.F, s.Params.U, s.Params.S, s.Params.W, s.Params.L}
+	if s.Params.A == 0 {
+		b = append(b, summaryVersion)
+	} else {
+		b = append(b, summaryVersion2)
+		knobs = append(knobs, s.Params.A)
+	}
 	b = binary.LittleEndian.AppendUint16(b, uint16(s.Schema))
-	for _, v := range []int{s.Params.R, s.Params.F, s.Params.U, s.Params.S, s.Params.W, s.Params.L} {
+	for _, v := range knobs {
 		b = binary.LittleEndian.AppendUint16(b, uint16(v))
 	}
 	var flags byte
@@ -92,43 +104,11 @@ func decodeSummary(b []byte, intern func([]byte) string) (Summary, error) {
 	if intern == nil {
 		intern = func(b []byte) string { return string(b) }
 	}
-	d := decoder{b: b}
-	if v := d.u8(); v != summaryVersion {
-		return Summary{}, fmt.Errorf("%w: summary version %d", ErrBadRecord, v)
+	var r rawSummary
+	if err := decodeRaw(b, &r); err != nil {
+		return Summary{}, err
 	}
-	var s Summary
-	s.Schema = int(d.u16())
-	for _, p := range []*int{&s.Params.R, &s.Params.F, &s.Params.U, &s.Params.S, &s.Params.W, &s.Params.L} {
-		*p = int(d.u16())
-	}
-	flags := d.u8()
-	s.Class = ClassExact
-	if flags&1 != 0 {
-		s.Class = ClassTolerance
-	}
-	s.Throttled = flags&2 != 0
-	for _, f := range []*float64{&s.MedianUS, &s.GBs, &s.PctCeiling, &s.Speedup, &s.P} {
-		*f = math.Float64frombits(d.u64())
-	}
-	if t := int64(d.u64()); t != 0 {
-		s.Time = time.Unix(0, t).UTC()
-	}
-	s.Decision = string(d.bytes(int(d.u16()))) // unique per record: not interned
-	for _, str := range []*string{&s.GPUName, &s.SourceHash, &s.ToolVersion, &s.CubinHash} {
-		*str = intern(d.bytes(int(d.u16())))
-	}
-	if d.err != nil {
-		return Summary{}, fmt.Errorf("%w: %w", ErrBadRecord, d.err)
-	}
-	if len(d.b) != 0 {
-		return Summary{}, fmt.Errorf("%w: %d trailing bytes after summary", ErrBadRecord, len(d.b))
-	}
-	if s.Schema == SchemaVersion {
-		if err := s.Params.Validate(); err != nil {
-			return Summary{}, fmt.Errorf("%w: %w", ErrBadRecord, err)
-		}
-	}
-	return s, nil
+	return r.summary(intern), nil
 }
 
 // decoder reads little-endian values; after a short read every value is 0

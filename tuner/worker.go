@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"os/signal"
 	"sort"
 	"time"
 	"unsafe"
@@ -28,6 +29,10 @@ func MaybeWorker() {
 	if os.Getenv(WorkerEnv) == "" {
 		return
 	}
+	// Ctrl-C reaches the whole process group; the parent decides when its
+	// worker stops (it closes stdin, or kills it), so the job in flight ends
+	// cleanly instead of looking like a crash.
+	signal.Ignore(os.Interrupt)
 	os.Exit(serveWorker(os.Stdin, os.Stdout))
 }
 

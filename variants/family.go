@@ -13,7 +13,7 @@ import (
 
 // generatorVersion changes whenever Source's generated header changes in a
 // way that alters kernels; it is part of every SourceHash.
-const generatorVersion = "gemvtune-kernels/1"
+const generatorVersion = "gemvtune-kernels/2"
 
 //go:embed kernels/*.cu
 var kernelFiles embed.FS
@@ -29,15 +29,17 @@ type family struct {
 	template string  // embedded file, e.g. "kernels/q4_0.cu"
 	chunk    int     // weights one lane consumes per step
 	layouts  []int   // values of knob l the template supports
-	bound    float64 // relative L2 error bound vs the float64 reference
+	acts     []int   // values of knob a the template supports
+	bound    float64 // relative L2 error bound vs the float64 reference (a=0)
 
 	src  string // prelude + template, read once
 	hash string // SourceHash
 }
 
 // newFamily reads the family's template and computes its hash. Templates
-// are embedded, so a read failure is a build defect.
-func newFamily(format, template string, chunk int, layouts []int, bound float64) *family {
+// are embedded, so a read failure is a build defect. acts lists the values
+// of knob a the template supports ({0}, or {0, 1} with int8 activations).
+func newFamily(format, template string, chunk int, layouts, acts []int, bound float64) *family {
 	prelude, err := kernelFiles.ReadFile(preludeFile)
 	if err != nil {
 		panic(fmt.Sprintf("variants: embedded %s: %v", preludeFile, err))
@@ -52,6 +54,7 @@ func newFamily(format, template string, chunk int, layouts []int, bound float64)
 		template: template,
 		chunk:    chunk,
 		layouts:  layouts,
+		acts:     acts,
 		bound:    bound,
 		src:      string(prelude) + "\n" + string(body),
 		hash:     hex.EncodeToString(sum[:])[:16],
@@ -69,14 +72,31 @@ func (f *family) Format() Format {
 
 func (f *family) Layouts() []int { return slices.Clone(f.layouts) }
 
+// Activations lists knob a's values: 0 (f32 activations) and, for q4_0,
+// q8_0 and q4_K, 1 (int8 activations with dp4a).
+func (f *family) Activations() []int { return slices.Clone(f.acts) }
+
 func (f *family) SourceHash() string { return f.hash }
 
-func (f *family) Class(space.Params) Class { return Exact }
+// Class is Exact for f32 activations (every knob keeps stock's order) and
+// Tolerance for int8 activations, which round x.
+func (f *family) Class(p space.Params) Class {
+	if p.A == 1 {
+		return Tolerance
+	}
+	return Exact
+}
 
-func (f *family) ErrorBound() float64 { return f.bound }
+// ErrorBound is the family's f32 bound for a=0 and boundInt8 for a=1.
+func (f *family) ErrorBound(p space.Params) float64 {
+	if p.A == 1 {
+		return boundInt8
+	}
+	return f.bound
+}
 
-// Source returns the generated header of #defines for p followed by the
-// prelude and the family's template.
+// Source returns the generated header of #defines for p (and the family's
+// chunk size) followed by the prelude and the family's template.
 func (f *family) Source(p space.Params) (string, error) {
 	if err := f.checkParams(p); err != nil {
 		return "", err
@@ -86,21 +106,29 @@ func (f *family) Source(p space.Params) (string, error) {
 	for _, d := range []struct {
 		name string
 		v    int
-	}{{"GEMV_R", p.R}, {"GEMV_F", p.F}, {"GEMV_U", p.U}, {"GEMV_S", p.S}, {"GEMV_W", p.W}, {"GEMV_L", p.L}} {
+	}{{"GEMV_R", p.R}, {"GEMV_F", p.F}, {"GEMV_U", p.U}, {"GEMV_S", p.S}, {"GEMV_W", p.W}, {"GEMV_L", p.L},
+		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}
 	b.WriteString(f.src)
 	return b.String(), nil
 }
 
-// checkParams accepts p when every knob is in its value set and the family
-// supports p's layout.
+// checkParams accepts p when every knob is in its value set, the family
+// supports p's layout and activation path, and a=1 comes with s=1 (the int8
+// activations live in shared memory).
 func (f *family) checkParams(p space.Params) error {
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("%s variant: %w", f.format, err)
 	}
 	if !slices.Contains(f.layouts, p.L) {
 		return fmt.Errorf("%w: %s has no layout l=%d (accepted: %s)", ErrShape, f.format, p.L, joinInts(f.layouts))
+	}
+	if !slices.Contains(f.acts, p.A) {
+		return fmt.Errorf("%w: %s has no activation path a=%d (accepted: %s)", ErrShape, f.format, p.A, joinInts(f.acts))
+	}
+	if p.A == 1 && p.S == 0 {
+		return fmt.Errorf("%w: %s %s: a=1 stages int8 activations in shared memory: needs s=1", ErrShape, f.format, p.ID())
 	}
 	return nil
 }
@@ -135,6 +163,12 @@ const (
 	// boundAffine4 covers the reference's f16 rounding of each weight
 	// (2^-11 relative) that the kernel does not do.
 	boundAffine4 = 2e-3
+	// boundInt8 covers rounding x to int8 per group of 32 (a=1): each x
+	// moves by at most d_x/2 = max|x|/254, so a dot product's relative
+	// error is about d_x/(2·rms(x)·√3): 0.38 % for uniform x, 0.5 % for
+	// Gaussian. Measured 0.31–0.62 % (host model), 0.34–0.39 % (H200);
+	// few-row shapes have heavier tails (docs/kernels.md).
+	boundInt8 = 2e-2
 )
 
 // maxElements bounds rows*cols: the kernels index rows and columns with
@@ -151,17 +185,51 @@ func (f *family) blockWeights() int {
 }
 
 // Launch returns block = 32*W threads, grid = ceil(rows / (R*W)) blocks and,
-// for s=1, cols*4 bytes of dynamic shared memory (x staged once per block).
+// for s=1, the dynamic shared memory of x staged once per block: cols*4
+// bytes plus, for chunks of 32 weights or more, 16 bytes of padding per
+// chunk (docs/kernels.md: it keeps the lanes' 16-byte reads conflict-free).
+// For a=1 it is the int8 form: 48 bytes per group of 32 x (32 q bytes, then
+// the f32 scale, the int sum and 8 bytes of padding; prelude.cu), plus 16
+// bytes per q4_K chunk (two groups).
 func (f *family) Launch(p space.Params, rows, cols int) Launch {
 	rowsPerBlock := max(1, p.R*p.W)
 	l := Launch{
 		Grid:  [3]uint32{uint32((max(rows, 0) + rowsPerBlock - 1) / rowsPerBlock), 1, 1},
 		Block: [3]uint32{uint32(32 * max(p.W, 1)), 1, 1},
 	}
-	if p.S == 1 {
-		l.SharedBytes = uint32(max(cols, 0) * 4)
+	switch {
+	case p.A == 1:
+		l.SharedBytes = uint32(max(cols, 0) / f.chunk * f.int8ChunkBytes())
+	case p.S == 1:
+		l.SharedBytes = uint32(f.stagedBytes(max(cols, 0)))
 	}
 	return l
+}
+
+// int8GroupBytes is the shared memory of one group of 32 int8 activations
+// (a=1): 32 q bytes, f32 scale, int32 sum, 8 bytes of padding.
+const int8GroupBytes = 48
+
+// int8ChunkBytes is the staged int8 x of one chunk (prelude.cu): its groups
+// of 32, plus 16 bytes of padding when it has more than one (q4_K), so that
+// the lanes' 16-byte reads stay conflict-free.
+func (f *family) int8ChunkBytes() int {
+	groups := max(f.chunk/32, 1)
+	n := groups * int8GroupBytes
+	if groups > 1 {
+		n += 16
+	}
+	return n
+}
+
+// stagedBytes is the shared memory of x staged with its padding (prelude.cu:
+// one float4 after every chunk of at least 32 weights).
+func (f *family) stagedBytes(cols int) int {
+	n := cols * 4
+	if f.chunk >= 32 {
+		n += cols / f.chunk * 16
+	}
+	return n
 }
 
 // Repack converts raw bytes to layout: 0 returns raw as is, 1 is the planar

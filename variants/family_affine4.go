@@ -6,5 +6,5 @@ package variants
 // (MLX's dequantize) while the kernel, like MLX's qmv, does not
 // (docs/kernels.md).
 func init() {
-	registerFamily(newFamily("affine4", "kernels/affine4.cu", 32, []int{0}, boundAffine4))
+	registerFamily(newFamily("affine4", "kernels/affine4.cu", 32, []int{0}, []int{0}, boundAffine4))
 }

@@ -77,6 +77,8 @@ type gpuCase struct {
 	x, y       gpu.DevPtr
 	ref        []float64
 	bytes      int64
+	raw        []byte    // raw weights (for the int8 model)
+	xf         []float32 // x on the host
 }
 
 func (c *gpuCase) free(dev *gpu.Device) {
@@ -99,7 +101,7 @@ func newCase(t *testing.T, dev *gpu.Device, f variants.Family, rows, cols int, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &gpuCase{rows: rows, cols: cols, w: map[int]gpu.DevPtr{}, ref: ref, bytes: int64(len(raw))}
+	c := &gpuCase{rows: rows, cols: cols, w: map[int]gpu.DevPtr{}, ref: ref, bytes: int64(len(raw)), raw: raw, xf: x}
 	upload := func(b []byte) gpu.DevPtr {
 		p, err := dev.Alloc(len(b))
 		if err == nil {
@@ -182,8 +184,8 @@ func relL2(y []float32, ref []float64) float64 {
 
 // TestFamiliesOnGPU runs, for every family, every variant that passes its
 // gate (-short: a sample) on fresh random data with NaN-poisoned outputs and
-// checks it is bit-identical to the family's v1 and within ErrorBound of the
-// float64 reference.
+// checks it is within ErrorBound of the float64 reference and bit-identical
+// to the family's v1 (a=0) or to int8Base (a=1, int8 activations).
 func TestFamiliesOnGPU(t *testing.T) {
 	dev := openDevice(t)
 	info := dev.Info()
@@ -254,19 +256,51 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 				t.Fatal(err)
 			}
 			e := relL2(want, c.ref)
-			if !(e <= f.ErrorBound()) {
-				t.Fatalf("v1: relative L2 error %.3g vs reference > bound %.3g", e, f.ErrorBound())
+			if !(e <= f.ErrorBound(space.Stock)) {
+				t.Fatalf("v1: relative L2 error %.3g vs reference > bound %.3g", e, f.ErrorBound(space.Stock))
+			}
+			// The a=1 baseline (int8 activations), when the family has one.
+			var want8 []float32
+			e8 := math.NaN()
+			if b, ok := mods[int8Base]; ok {
+				if want8, err = run(dev, f, b, c); err != nil {
+					t.Fatal(err)
+				}
+				e8 = relL2(want8, c.ref)
+				if !(e8 <= f.ErrorBound(int8Base)) {
+					t.Fatalf("%s: relative L2 error %.3g vs reference > bound %.3g", int8Base.ID(), e8, f.ErrorBound(int8Base))
+				}
+				// Against the host model of int8 activations (same
+				// quantization of x; only f32 accumulation differs), the
+				// error must be that of the f32 path: this catches a wrong
+				// rounding or pairing the loose bound would hide.
+				if !sh.big {
+					y8 := make([]float64, len(want8))
+					for i, v := range want8 {
+						y8[i] = float64(v)
+					}
+					em := relL2f64(y8, int8Model(t, f.Format(), c.raw, c.xf, c.rows, c.cols))
+					if !(em <= f.ErrorBound(space.Stock)) {
+						t.Fatalf("%s: relative L2 error %.3g vs the int8 model > %.3g", int8Base.ID(), em, f.ErrorBound(space.Stock))
+					}
+					t.Logf("%s: relative L2 error %.3g vs the int8 model", int8Base.ID(), em)
+				}
 			}
 			maxErr, ran, failed := e, 0, 0
+			maxErr8, ran8, failed8 := e8, 0, 0
 			for _, v := range mods {
-				if v.p.IsStock() || (sh.big && !big[v.p]) {
+				if v.p.IsStock() || v.p == int8Base || (sh.big && !big[v.p]) {
 					continue
 				}
 				if f.Gate(v.p, sh.rows, sh.cols) != nil ||
 					space.Check(v.p, lim, int(f.Launch(v.p, sh.rows, sh.cols).SharedBytes)) != nil {
 					continue
 				}
-				ran++
+				base, ref, nRan, nFailed, mErr := "v1", want, &ran, &failed, &maxErr
+				if v.p.A == 1 {
+					base, ref, nRan, nFailed, mErr = int8Base.ID(), want8, &ran8, &failed8, &maxErr8
+				}
+				*nRan++
 				y, err := run(dev, f, v, c)
 				if err != nil {
 					var ce *gpu.CUDAError
@@ -274,23 +308,31 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 						t.Fatalf("%v (context poisoned)", err)
 					}
 					t.Errorf("%v", err)
-					failed++
+					*nFailed++
 					continue
 				}
-				if i, ok := firstDiff(y, want); !ok {
-					if failed++; failed <= 5 {
-						t.Errorf("%s: y[%d] = %08x, v1 gave %08x (not bit-identical)", v.p.ID(), i,
-							math.Float32bits(y[i]), math.Float32bits(want[i]))
-					}
-					if e := relL2(y, c.ref); !(e <= f.ErrorBound()) && failed <= 5 {
-						t.Errorf("%s: relative L2 error %.3g > bound %.3g", v.p.ID(), e, f.ErrorBound())
+				e := relL2(y, c.ref)
+				if !(e <= f.ErrorBound(v.p)) {
+					if *nFailed++; *nFailed <= 5 {
+						t.Errorf("%s: relative L2 error %.3g > bound %.3g", v.p.ID(), e, f.ErrorBound(v.p))
 					}
 					continue
 				}
-				maxErr = max(maxErr, relL2(y, c.ref))
+				if i, ok := firstDiff(y, ref); !ok {
+					if *nFailed++; *nFailed <= 5 {
+						t.Errorf("%s: y[%d] = %08x, %s gave %08x (not bit-identical)", v.p.ID(), i,
+							math.Float32bits(y[i]), base, math.Float32bits(ref[i]))
+					}
+					continue
+				}
+				*mErr = max(*mErr, e)
 			}
 			t.Logf("%s %dx%d: %d variants bit-identical to v1 (%d failed); rel L2 error %.3g (bound %.3g)",
-				name, sh.rows, sh.cols, ran-failed, failed, maxErr, f.ErrorBound())
+				name, sh.rows, sh.cols, ran-failed, failed, maxErr, f.ErrorBound(space.Stock))
+			if want8 != nil {
+				t.Logf("%s %dx%d: a=1: %d variants bit-identical to %s (%d failed); rel L2 error %.3g (bound %.3g)",
+					name, sh.rows, sh.cols, ran8-failed8, int8Base.ID(), failed8, maxErr8, f.ErrorBound(int8Base))
+			}
 			if sh.big {
 				timeVariants(t, dev, f, mods, c)
 			}

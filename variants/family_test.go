@@ -40,7 +40,7 @@ func TestEveryFormatHasFamily(t *testing.T) {
 		if f.Class(space.Stock) != variants.Exact {
 			t.Errorf("%s: stock class %s", name, f.Class(space.Stock))
 		}
-		if b := f.ErrorBound(); b <= 0 || b > 1e-2 {
+		if b := f.ErrorBound(space.Stock); b <= 0 || b > 1e-2 {
 			t.Errorf("%s: error bound %g", name, b)
 		}
 	}
@@ -55,7 +55,7 @@ func TestSourceHeaderAndHash(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		for _, want := range []string{"#define GEMV_R 3\n", "#define GEMV_F 2\n", "#define GEMV_U 4\n",
-			"#define GEMV_S 1\n", "#define GEMV_W 16\n", "#define GEMV_L 0\n", `extern "C" __global__`, "GEMV_DEFINE_KERNEL"} {
+			"#define GEMV_S 1\n", "#define GEMV_W 16\n", "#define GEMV_L 0\n", "#define GEMV_CHUNK ", `extern "C" __global__`, "GEMV_DEFINE_KERNEL"} {
 			if !strings.Contains(src, want) {
 				t.Errorf("%s source lacks %q", name, want)
 			}
@@ -152,10 +152,16 @@ func TestLaunch(t *testing.T) {
 	}{
 		{"v1", 4096, 4096, 512, 256, 0},
 		{"r3f0u1s0w4", 4096, 4096, 342, 128, 0},
-		{"r1f0u1s1w16", 1000, 14336, 63, 512, 14336 * 4},
+		{"r1f0u1s1w16", 1000, 14336, 63, 512, 14336*4 + 14336/32*16},
 		{"r8f0u1s0w2", 1, 64, 1, 64, 0},
 	}
 	f := mustFamily(t, "q8_0")
+	if got := mustFamily(t, "bf16").Launch(mustParse(t, "r1f0u1s1w8"), 8, 4096).SharedBytes; got != 4096*4 {
+		t.Errorf("bf16 s=1 smem %d, want %d (no padding for 8-weight chunks)", got, 4096*4)
+	}
+	if got := mustFamily(t, "q4_K").Launch(mustParse(t, "r1f0u1s1w8"), 8, 4096).SharedBytes; got != 4096*4+64*16 {
+		t.Errorf("q4_K s=1 smem %d, want %d", got, 4096*4+64*16)
+	}
 	for _, tc := range tests {
 		l := f.Launch(mustParse(t, tc.id), tc.rows, tc.cols)
 		if l.Grid != [3]uint32{tc.grid, 1, 1} || l.Block != [3]uint32{tc.block, 1, 1} || l.SharedBytes != tc.smem {

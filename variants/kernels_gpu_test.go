@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
@@ -33,7 +34,7 @@ const planRows, planCols = 4096, 4096
 // spaceFor returns every variant of f that passes its gate for the plan
 // shape and the constraints of lim.
 func spaceFor(f variants.Family, lim space.Limits) []space.Params {
-	ok, _ := space.Enumerate(lim, f.Layouts(), func(p space.Params) int {
+	ok, _ := space.Enumerate(lim, variants.KnobsOf(f), func(p space.Params) int {
 		return int(f.Launch(p, planRows, planCols).SharedBytes)
 	})
 	var out []space.Params
@@ -55,18 +56,35 @@ func variantsFor(f variants.Family, lim space.Limits) []space.Params {
 	}
 	var out []space.Params
 	for _, p := range spaceFor(f, lim) {
-		if testing.Short() && p != space.Stock {
+		base := p == space.Stock || p == int8Base
+		if testing.Short() && !base {
 			continue
 		}
-		if p == space.Stock || p.ID() == cornerIDs[0] || p.ID() == cornerIDs[1]+"l1" || p.ID() == cornerIDs[2] {
+		if base || p.ID() == cornerIDs[0] || p.ID() == cornerIDs[1]+"l1" || p.ID() == cornerIDs[2] ||
+			p.ID() == cornerIDs[0]+"a1" || p.ID() == cornerIDs[2]+"l1a1" {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// sampleFor is a subset of spaceFor: stock, every one-knob deviation from
-// stock, a few corner combinations and (without -short) every 29th variant.
+// int8Base is the baseline of the int8-activation path (a=1 needs s=1): the
+// a=1 variants of a family must be bit-identical to it.
+var int8Base = space.Params{R: 1, F: 0, U: 1, S: 1, W: 8, A: 1}
+
+// baseOf is the variant p must be bit-identical to: stock for a=0, int8Base
+// for a=1.
+func baseOf(p space.Params) space.Params {
+	if p.A == 1 {
+		return int8Base
+	}
+	return space.Stock
+}
+
+// sampleFor is a subset of spaceFor: stock and, for families with int8
+// activations, int8Base; every one-knob deviation from each; a few corner
+// combinations (every layout and activation path) and (without -short)
+// every 29th variant.
 func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 	all := spaceFor(f, lim)
 	in := map[space.Params]bool{}
@@ -80,32 +98,44 @@ func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 			in[p] = false
 		}
 	}
-	add(space.Stock)
-	for _, k := range space.Knobs {
-		for _, v := range k.Values {
-			p := space.Stock
-			switch k.Letter {
-			case "r":
-				p.R = v
-			case "f":
-				p.F = v
-			case "u":
-				p.U = v
-			case "s":
-				p.S = v
-			case "w":
-				p.W = v
-			case "l":
-				p.L = v
+	bases := []space.Params{space.Stock}
+	if slices.Contains(f.Activations(), 1) {
+		bases = append(bases, int8Base)
+	}
+	for _, b := range bases {
+		add(b)
+	}
+	for _, b := range bases {
+		for _, k := range space.Knobs {
+			for _, v := range k.Values {
+				p := b
+				switch k.Letter {
+				case "r":
+					p.R = v
+				case "f":
+					p.F = v
+				case "u":
+					p.U = v
+				case "s":
+					p.S = v
+				case "w":
+					p.W = v
+				case "l":
+					p.L = v
+				case "a":
+					p.A = v
+				}
+				add(p)
 			}
-			add(p)
 		}
 	}
 	for _, id := range cornerIDs {
-		for _, l := range f.Layouts() {
-			p, _ := space.Parse(id)
-			p.L = l
-			add(p)
+		for _, a := range f.Activations() {
+			for _, l := range f.Layouts() {
+				p, _ := space.Parse(id)
+				p.L, p.A = l, a
+				add(p)
+			}
 		}
 	}
 	if !testing.Short() {
@@ -119,15 +149,19 @@ func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 // cornerIDs combine knobs the one-knob deviations do not.
 var cornerIDs = []string{"r8f0u4s1w16", "r3f2u8s0w2", "r6f0u2s1w4", "r4f4u4s0w8", "r2f3u8s1w2", "r8f1u2s0w4", "r4f0u8s1w16", "r2f2u2s1w8"}
 
-// bigSample is the handful of variants run on the largest shapes.
+// bigSample is the handful of variants run on the largest shapes: for
+// a=1 only those with s=1, plus int8Base.
 func bigSample(f variants.Family) []space.Params {
 	ids := []string{"v1", "r2f0u4s0w8", "r4f0u2s1w4", "r1f0u8s0w16", "r8f0u4s1w16"}
+	ids8 := []string{"r1f0u1s1w8", "r4f0u2s1w4", "r8f0u4s1w16", "r4f0u4s1w8", "r2f0u4s1w8"}
 	var out []space.Params
-	for _, l := range f.Layouts() {
-		for _, id := range ids {
-			p, _ := space.Parse(id)
-			p.L = l
-			out = append(out, p)
+	for _, a := range f.Activations() {
+		for _, l := range f.Layouts() {
+			for _, id := range map[int][]string{0: ids, 1: ids8}[a] {
+				p, _ := space.Parse(id)
+				p.L, p.A = l, a
+				out = append(out, p)
+			}
 		}
 	}
 	return out

@@ -7,7 +7,6 @@
 // Chunk expression, like MLX's qmv (f32, scale factored out):
 //   sq = fma chain of q*x over weights 0..31, sx = add chain of x,
 //   acc = acc + fma(scale, sq, bias*sx).
-#define GEMV_CHUNK 32
 
 struct Geo {
     size_t rowBytes;  // w-plane bytes per row
@@ -49,8 +48,8 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
     // (low nibble) and 8k+2b+1 (high nibble).
 #pragma unroll
     for (int k = 0; k < 4; k++) {
-        const float4 xa = gemv_x4(x, c * 8 + 2 * k);
-        const float4 xb = gemv_x4(x, c * 8 + 2 * k + 1);
+        const float4 xa = gemv_x4(x, c, 2 * k);
+        const float4 xb = gemv_x4(x, c, 2 * k + 1);
         sx = __fadd_rn(sx, xa.x);
         sx = __fadd_rn(sx, xa.y);
         sx = __fadd_rn(sx, xa.z);

@@ -1,6 +1,5 @@
 // gemvtune bf16 family. Chunk = 8 weights (one 16-byte load); bf16 -> f32 is
 // bits << 16. Chunk expression: acc = fma chain over weights 0..7 of w*x.
-#define GEMV_CHUNK 8
 
 struct Geo { size_t rowBytes; };
 
@@ -19,8 +18,8 @@ __device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __res
 __device__ __forceinline__ void chunk_zero(Chunk& ch) { ch.q = make_uint4(0, 0, 0, 0); }
 
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
-    const float4 xa = gemv_x4(x, c * 2);
-    const float4 xb = gemv_x4(x, c * 2 + 1);
+    const float4 xa = gemv_x4(x, c, 0);
+    const float4 xb = gemv_x4(x, c, 1);
 #pragma unroll
     for (int i = 0; i < GEMV_R; i++) {
         const uint4 q = ch[i].q;

@@ -1,9 +1,12 @@
 // gemvtune prelude: shared pieces of every family's GEMV kernel.
 //
-// The generated header before this file defines the knobs:
+// The generated header before this file defines the knobs and the chunk:
 //   GEMV_R rows per warp, GEMV_F launch-bounds floor (0 = none), GEMV_U unroll
 //   depth (chunk steps whose loads are issued before any is consumed),
-//   GEMV_S 1 = x staged in shared memory, GEMV_W warps per block, GEMV_L layout.
+//   GEMV_S 1 = x staged in shared memory, GEMV_W warps per block, GEMV_L layout,
+//   GEMV_CHUNK weights one lane consumes per step (fixed per family),
+//   GEMV_A activation path: 0 = f32 x, 1 = x quantized to int8 per group of
+//   32 in shared memory, consumed with __dp4a (needs GEMV_S = 1).
 // The family file after it defines the chunk (the unit one lane consumes per
 // step) and includes gemv_body.cu's kernel through GEMV_DEFINE_KERNEL.
 //
@@ -11,7 +14,11 @@
 // chunks c = l, l+32, l+64, ... in that order into one f32 accumulator per
 // row; each chunk contributes through a fixed expression written with
 // __fmaf_rn/__fadd_rn/__fsub_rn; a fixed xor butterfly (16,8,4,2,1) sums the
-// lanes. Nothing of that depends on R, U, S, W, F or L.
+// lanes. Nothing of that depends on R, U, S, W, F or L. With a=1 (int8
+// activations) a chunk contributes acc = fma(d_w * d_x, (float)isum, acc)
+// where isum is an exact integer dot product: the same order, another
+// expression, so a=1 variants are bit-identical among themselves (class
+// tolerance against the f32 path).
 
 typedef unsigned int u32;
 typedef unsigned short u16;
@@ -54,23 +61,127 @@ __device__ __forceinline__ uint4 gemv_ld128(const unsigned char* p) {
 extern __shared__ float4 gemv_xs[];
 #endif
 
-// x as float4 number i (x[4i..4i+3]): from shared memory when staged, else
-// from global memory through the read-only path. Same values either way.
-__device__ __forceinline__ float4 gemv_x4(const float* __restrict__ x, int i) {
-#if GEMV_S
-    return gemv_xs[i];
+// x of chunk c, float4 number j (x[c*GEMV_CHUNK + 4j .. +3]): from shared
+// memory when staged, else from global memory through the read-only path.
+// Same values either way.
+//
+// Staged x carries one float4 of padding after every chunk of 32 or more
+// weights: lane l reads chunk l+32k, so without padding the 32 lanes of one
+// LDS.128 sit 128 bytes (or more) apart, all in the same banks (32
+// wavefronts); with it they spread over all banks (4 wavefronts).
+#define GEMV_X4_PER_CHUNK (GEMV_CHUNK / 4)
+#if GEMV_CHUNK >= 32
+#define GEMV_XS_STRIDE (GEMV_X4_PER_CHUNK + 1)
 #else
-    return __ldg((const float4*)x + i);
+#define GEMV_XS_STRIDE GEMV_X4_PER_CHUNK
+#endif
+
+__device__ __forceinline__ float4 gemv_x4(const float* __restrict__ x, int c, int j) {
+#if GEMV_S
+    return gemv_xs[c * GEMV_XS_STRIDE + j];
+#else
+    return __ldg((const float4*)x + (c * GEMV_X4_PER_CHUNK + j));
 #endif
 }
 
+#if GEMV_A && !GEMV_S
+#error "a=1 stages int8 activations in shared memory: needs s=1"
+#endif
+
+#if GEMV_A
+// Int8 activations (a=1; the gate requires s=1). Every group g of 32 x
+// values (x[32g .. 32g+31], one q4_0/q8_0 block, one q4_K sub-block) is
+// quantized like llama.cpp's q8_1: amax = max|x|, d = amax/127,
+// q = round-to-nearest-even(x * (1/d)) clamped to [-127, 127] (d = 0 gives
+// q = 0), and s = sum of q. Shared memory holds per group 48 bytes, three
+// uint4: q bytes 0..15, q bytes 16..31, {d bits, s, 0, 0}; the groups of a
+// chunk are contiguous, and chunks of more than one group (q4_K: 2) get one
+// uint4 of padding after them. Lane l reads chunk l+32k, so the 8 lanes of
+// a quarter-warp LDS.128 phase are 48 (or 112) bytes apart: all 32 banks, 4
+// wavefronts per LDS.128, none wasted (32 or 96 bytes would be 2-way).
+// Every block computes the same q, d, s from x, so the output does not
+// depend on the knobs (all a=1 variants of a family are bit-identical).
+#define GEMV_XQ_GROUPS (GEMV_CHUNK / 32)
+#if GEMV_XQ_GROUPS > 1
+#define GEMV_XQ_CHUNK_STRIDE (3 * GEMV_XQ_GROUPS + 1)
+#else
+#define GEMV_XQ_CHUNK_STRIDE 3
+#endif
+
+__device__ __forceinline__ uint4* gemv_xq() { return (uint4*)gemv_xs; }
+
+// First uint4 of group g in the staged int8 x.
+__device__ __forceinline__ int gemv_xq_base(int g) {
+    return (g / GEMV_XQ_GROUPS) * GEMV_XQ_CHUNK_STRIDE + (g % GEMV_XQ_GROUPS) * 3;
+}
+
+// The packed q of group g: bytes 0..15 (words k = 0..3 hold q[4k..4k+3])
+// and bytes 16..31; meta = {d bits, s, 0, 0}.
+__device__ __forceinline__ void gemv_xq_load(int g, uint4& lo, uint4& hi, uint4& meta) {
+    const uint4* p = gemv_xq() + gemv_xq_base(g);
+    lo = p[0];
+    hi = p[1];
+    meta = p[2];
+}
+
+// Signed 4-way byte dot product plus c (PTX dp4a, sm_61+): NVRTC's
+// builtins lack __dp4a without sm_61_intrinsics.h, which nothing includes.
+__device__ __forceinline__ int gemv_dp4a(int a, int b, int c) {
+    int r;
+    asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+__device__ __forceinline__ int gemv_q8(float v, float id) {
+    return min(max(__float2int_rn(__fmul_rn(v, id)), -127), 127);
+}
+
+// Quantize x into shared memory: each thread takes 4 consecutive values, 8
+// lanes (aligned) a group; warps walk the float4s in warp-uniform steps so
+// the shuffles always have the full warp.
+__device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int cols) {
+    const float4* x4 = (const float4*)x;
+    const int n4 = cols >> 2;  // a multiple of 8: cols is a multiple of 32
+    const int lane = threadIdx.x & 31;
+    u32* words = (u32*)gemv_xq();
+    for (int base = (threadIdx.x >> 5) * 32; base < n4; base += 32 * GEMV_W) {
+        const int i = base + lane;
+        const bool ok = i < n4;
+        const float4 v = ok ? __ldg(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+        a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
+        a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
+        a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
+        const float d = __fdiv_rn(a, 127.0f);
+        const float id = d != 0.0f ? __frcp_rn(d) : 0.0f;
+        const int q0 = gemv_q8(v.x, id), q1 = gemv_q8(v.y, id);
+        const int q2 = gemv_q8(v.z, id), q3 = gemv_q8(v.w, id);
+        int s = q0 + q1 + q2 + q3;
+        s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
+        s += __shfl_xor_sync(0xFFFFFFFFu, s, 2);
+        s += __shfl_xor_sync(0xFFFFFFFFu, s, 4);
+        if (ok) {
+            const int g = i >> 3, k = i & 7;
+            words[gemv_xq_base(g) * 4 + k] =
+                (u32)(q0 & 0xFF) | ((u32)(q1 & 0xFF) << 8) | ((u32)(q2 & 0xFF) << 16) | ((u32)q3 << 24);
+            if (k == 0) gemv_xq()[gemv_xq_base(g) + 2] = make_uint4(__float_as_uint(d), (u32)s, 0u, 0u);
+        }
+    }
+    __syncthreads();
+}
+#endif
+
 // Stage x into shared memory (s=1): the whole block, 16-byte loads
-// (cols is a multiple of 8 for every family, and x is 16-byte aligned).
+// (cols is a multiple of 8 for every family, and x is 16-byte aligned),
+// stored at the padded positions gemv_x4 reads. With a=1 the int8 form.
 __device__ __forceinline__ void gemv_stage_x(const float* __restrict__ x, int cols) {
-#if GEMV_S
+#if GEMV_A
+    gemv_stage_xq(x, cols);
+#elif GEMV_S
     const float4* x4 = (const float4*)x;
     const int n4 = cols >> 2;
-    for (int i = threadIdx.x; i < n4; i += 32 * GEMV_W) gemv_xs[i] = __ldg(x4 + i);
+    for (int i = threadIdx.x; i < n4; i += 32 * GEMV_W)
+        gemv_xs[(i / GEMV_X4_PER_CHUNK) * GEMV_XS_STRIDE + i % GEMV_X4_PER_CHUNK] = __ldg(x4 + i);
     __syncthreads();
 #endif
 }
@@ -82,8 +193,8 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
     return v;
 }
 
-// The kernel. The family defines before this point:
-//   GEMV_CHUNK         weights per chunk
+// The kernel. The generated header defines GEMV_CHUNK (weights per chunk);
+// the family defines before this point:
 //   struct Geo         per-launch geometry (row strides, plane offsets)
 //   Geo  gemv_geo(rows, cols)
 //   struct Chunk       the raw loaded registers of one chunk of one row

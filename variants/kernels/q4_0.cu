@@ -1,7 +1,7 @@
 // gemvtune q4_0 family. Chunk = one block of 32 weights (f16 d + 16 qs bytes).
 // Weight j (0..15) = low nibble of qs[j], weight j+16 = high nibble; value (q-8)*d.
 // Chunk expression: s = fma chain over weights 0..31 of (q-8)*x; acc = fma(d, s, acc).
-#define GEMV_CHUNK 32
+// a=1 (int8 x): isum = sum of (q-8)*qx by dp4a, exact; acc = fma(d*dx, isum, acc).
 
 struct Geo {
     size_t rowBytes;  // bytes of one row (raw) or of one row's quant plane (l=1)
@@ -78,6 +78,36 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d
 // (2^23 + nibble) - (2^23 + 8) = nibble - 8, exactly.
 #define Q4_OFF 8388616.0f
 
+#if GEMV_A
+// a=1: x of block c is int8 q (words xl = q[0..15], xh = q[16..31]) with
+// scale dx and sum sx (prelude.cu). Weight j (nibble, 0..15) pairs with
+// q[j], weight j+16 with q[j+16]: dp4a of the low nibbles of word k against
+// xl word k, of the high nibbles against xh word k. The integer
+// sum((n-8)*q) = dp4a chain from -8*sx, exact (|.| <= 32*8*127), so
+// acc = fma(d*dx, (float)isum, acc) is the chunk's one rounding step.
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+    uint4 xl, xh, m;
+    gemv_xq_load(c, xl, xh, m);
+    const float dx = __uint_as_float(m.x);
+    const int base = -8 * (int)m.y;
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) {
+        u32 q[4];
+        float d;
+        chunk_decode(ch[i], q, d);
+        int s = base;
+        s = gemv_dp4a((int)(q[0] & 0x0F0F0F0Fu), (int)xl.x, s);
+        s = gemv_dp4a((int)(q[1] & 0x0F0F0F0Fu), (int)xl.y, s);
+        s = gemv_dp4a((int)(q[2] & 0x0F0F0F0Fu), (int)xl.z, s);
+        s = gemv_dp4a((int)(q[3] & 0x0F0F0F0Fu), (int)xl.w, s);
+        s = gemv_dp4a((int)((q[0] >> 4) & 0x0F0F0F0Fu), (int)xh.x, s);
+        s = gemv_dp4a((int)((q[1] >> 4) & 0x0F0F0F0Fu), (int)xh.y, s);
+        s = gemv_dp4a((int)((q[2] >> 4) & 0x0F0F0F0Fu), (int)xh.z, s);
+        s = gemv_dp4a((int)((q[3] >> 4) & 0x0F0F0F0Fu), (int)xh.w, s);
+        acc[i] = __fmaf_rn(__fmul_rn(d, dx), __int2float_rn(s), acc[i]);
+    }
+}
+#else
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
     u32 lo[GEMV_R][4], hi[GEMV_R][4];
     float d[GEMV_R], s[GEMV_R];
@@ -96,8 +126,8 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
     // high nibbles of words 2p-4, 2p-3 (p >= 2).
 #pragma unroll
     for (int p = 0; p < 4; p++) {
-        const float4 xa = gemv_x4(x, c * 8 + 2 * p);
-        const float4 xb = gemv_x4(x, c * 8 + 2 * p + 1);
+        const float4 xa = gemv_x4(x, c, 2 * p);
+        const float4 xb = gemv_x4(x, c, 2 * p + 1);
 #pragma unroll
         for (int i = 0; i < GEMV_R; i++) {
             const u32 v0 = p < 2 ? lo[i][2 * p] : hi[i][2 * p - 4];
@@ -117,5 +147,6 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
 #pragma unroll
     for (int i = 0; i < GEMV_R; i++) acc[i] = __fmaf_rn(d[i], s[i], acc[i]);
 }
+#endif
 
 GEMV_DEFINE_KERNEL

@@ -7,7 +7,7 @@
 // Chunk expression per half h (sub-block 2j+h, x[64c+32h .. +31]):
 //   sq = fma chain of q*x over the 32 weights, sx = add chain of x,
 //   acc = acc + fma(d1, sq, -(m1*sx)).
-#define GEMV_CHUNK 64
+// a=1 (int8 x per sub-block): acc = acc + fma(d1*dx, isum, -((m1*dx) * sum q)).
 
 struct Geo { size_t rowBytes; };
 
@@ -55,6 +55,42 @@ __device__ __forceinline__ void q4k_scales(const uint4& h, int j, float& d1, flo
     d2 = __fmul_rn(d, (float)sc1); m2 = __fmul_rn(dmin, (float)mn1);
 }
 
+#if GEMV_A
+// a=1: half h of chunk c is x group 2c+h, int8 q (words xl = q[0..15],
+// xh = q[16..31]) with scale dx and sum sx (prelude.cu). qs word k (a.x..
+// b.w, k = 0..7) holds weights 4k..4k+3 of the half: low nibbles for h=0,
+// high for h=1; they pair with q word k. isum = dp4a chain, exact
+// (|.| <= 32*15*127); acc = acc + fma(d1*dx, isum, -((m1*dx) * sx)).
+#define Q4K_NIB(w) (half == 0 ? ((w) & 0x0F0F0F0Fu) : (((w) >> 4) & 0x0F0F0F0Fu))
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+    const int j = c & 3;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        uint4 xl, xh, m;
+        gemv_xq_load(2 * c + half, xl, xh, m);
+        const float dx = __uint_as_float(m.x);
+        const float sx = __int2float_rn((int)m.y);
+#pragma unroll
+        for (int i = 0; i < GEMV_R; i++) {
+            const uint4 a = ch[i].a, b = ch[i].b;
+            int s = 0;
+            s = gemv_dp4a((int)Q4K_NIB(a.x), (int)xl.x, s);
+            s = gemv_dp4a((int)Q4K_NIB(a.y), (int)xl.y, s);
+            s = gemv_dp4a((int)Q4K_NIB(a.z), (int)xl.z, s);
+            s = gemv_dp4a((int)Q4K_NIB(a.w), (int)xl.w, s);
+            s = gemv_dp4a((int)Q4K_NIB(b.x), (int)xh.x, s);
+            s = gemv_dp4a((int)Q4K_NIB(b.y), (int)xh.y, s);
+            s = gemv_dp4a((int)Q4K_NIB(b.z), (int)xh.z, s);
+            s = gemv_dp4a((int)Q4K_NIB(b.w), (int)xh.w, s);
+            float d1, m1, d2, m2;
+            q4k_scales(ch[i].h, j, d1, m1, d2, m2);
+            const float dd = half == 0 ? d1 : d2;
+            const float mm = half == 0 ? m1 : m2;
+            acc[i] = __fadd_rn(acc[i], __fmaf_rn(__fmul_rn(dd, dx), __int2float_rn(s), -__fmul_rn(__fmul_rn(mm, dx), sx)));
+        }
+    }
+}
+#else
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
     const int j = c & 3;
 #pragma unroll
@@ -66,7 +102,7 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
         // Word k (0..7) of the 32 qs bytes holds weights 4k..4k+3 of the half.
 #pragma unroll
         for (int k = 0; k < 8; k++) {
-            const float4 xv = gemv_x4(x, c * 16 + half * 8 + k);
+            const float4 xv = gemv_x4(x, c, half * 8 + k);
             sx = __fadd_rn(sx, xv.x);
             sx = __fadd_rn(sx, xv.y);
             sx = __fadd_rn(sx, xv.z);
@@ -94,5 +130,6 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
         }
     }
 }
+#endif
 
 GEMV_DEFINE_KERNEL

@@ -1,6 +1,6 @@
 // gemvtune q8_0 family. Chunk = one block of 32 weights (f16 d + 32 int8).
 // Chunk expression: s = fma chain over weights 0..31 of q*x; acc = fma(d, s, acc).
-#define GEMV_CHUNK 32
+// a=1 (int8 x): isum = sum of q*qx by dp4a, exact; acc = fma(d*dx, isum, acc).
 
 struct Geo {
     size_t rowBytes;  // bytes of one row (raw) or of one row's quant plane (l=1)
@@ -80,6 +80,33 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[8], float& d
 // Bytes flipped by 0x80 hold q+128; (2^23 + q + 128) - (2^23 + 128) = q exactly.
 #define Q8_OFF 8388736.0f
 
+#if GEMV_A
+// a=1: x of block c is int8 q (words xl = q[0..15], xh = q[16..31]) with
+// scale dx (prelude.cu); weight word k pairs with x word k. The signed
+// dp4a chain is exact (|.| <= 32*127*127), so acc = fma(d*dx, (float)isum,
+// acc) is the chunk's one rounding step.
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+    uint4 xl, xh, m;
+    gemv_xq_load(c, xl, xh, m);
+    const float dx = __uint_as_float(m.x);
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) {
+        u32 q[8];
+        float d;
+        chunk_decode(ch[i], q, d);
+        int s = 0;
+        s = gemv_dp4a((int)q[0], (int)xl.x, s);
+        s = gemv_dp4a((int)q[1], (int)xl.y, s);
+        s = gemv_dp4a((int)q[2], (int)xl.z, s);
+        s = gemv_dp4a((int)q[3], (int)xl.w, s);
+        s = gemv_dp4a((int)q[4], (int)xh.x, s);
+        s = gemv_dp4a((int)q[5], (int)xh.y, s);
+        s = gemv_dp4a((int)q[6], (int)xh.z, s);
+        s = gemv_dp4a((int)q[7], (int)xh.w, s);
+        acc[i] = __fmaf_rn(__fmul_rn(d, dx), __int2float_rn(s), acc[i]);
+    }
+}
+#else
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
     u32 q[GEMV_R][8];
     float d[GEMV_R], s[GEMV_R];
@@ -93,8 +120,8 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
     // Piece p holds weights 8p..8p+7 = words 2p, 2p+1.
 #pragma unroll
     for (int p = 0; p < 4; p++) {
-        const float4 xa = gemv_x4(x, c * 8 + 2 * p);
-        const float4 xb = gemv_x4(x, c * 8 + 2 * p + 1);
+        const float4 xa = gemv_x4(x, c, 2 * p);
+        const float4 xb = gemv_x4(x, c, 2 * p + 1);
 #pragma unroll
         for (int i = 0; i < GEMV_R; i++) {
             const u32 v0 = q[i][2 * p], v1 = q[i][2 * p + 1];
@@ -113,5 +140,6 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
 #pragma unroll
     for (int i = 0; i < GEMV_R; i++) acc[i] = __fmaf_rn(d[i], s[i], acc[i]);
 }
+#endif
 
 GEMV_DEFINE_KERNEL

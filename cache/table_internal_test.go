@@ -1,0 +1,364 @@
+package cache
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/gemvtune/gemvtune/space"
+	bolt "go.etcd.io/bbolt"
+)
+
+// tableCache writes n records (a few archs, formats and cubins, one stale
+// schema) and returns the path.
+func tableCache(t testing.TB, n int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tune.db")
+	db, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	e := &Export{Kind: ExportKind, Version: ExportVersion, Cubins: map[string][]byte{}}
+	for i := 0; len(e.Records) < n; i++ {
+		for _, arch := range []string{"sm_90", "sm_80", "sm_100"} {
+			for _, format := range []string{"q4_0", "q8_0"} {
+				p := space.Params{R: []int{1, 2, 4}[rng.IntN(3)], U: 1, W: 8, L: rng.IntN(2)}
+				class := ClassExact
+				if rng.IntN(3) == 0 {
+					class = ClassTolerance
+				}
+				r := Record{Schema: SchemaVersion, Key: Key{arch, format, 64 * (i + 1), 256 * (1 + i%3)}, WinnerID: p.ID(),
+					Params: p, Class: class, Decision: fmt.Sprintf("%s: +%.1f %% over v1", p.ID(), 10*rng.Float64()),
+					MedianUS: 100 * rng.Float64(), GBs: 4000 * rng.Float64(), PctCeiling: 90, Speedup: 1.1, P: rng.Float64() / 10,
+					Throttled: i%5 == 0, GPUName: []string{"NVIDIA H200", "NVIDIA A100"}[i%2], SourceHash: "0123456789abcdef",
+					ToolVersion: ToolVersion, Time: time.Date(2026, 4, 1+i%20, 10, 0, i%60, i, time.UTC)}
+				if i%4 != 0 {
+					cubin := testCubin(arch, format, p)
+					r.CubinHash = CubinHash(cubin)
+					e.Cubins[r.CubinHash] = cubin
+				}
+				e.Records = append(e.Records, r)
+			}
+		}
+	}
+	if s, err := db.Import(e); err != nil || s.Added != len(e.Records) {
+		t.Fatalf("import: %v, %v", s, err)
+	}
+	return path
+}
+
+// testCubin is large enough that the _cubins bucket is not inline, so that
+// cubins have a file offset.
+func testCubin(arch, format string, p space.Params) []byte {
+	return []byte(fmt.Sprintf("cubin %s %s %s %0800d", arch, format, p.ID(), 0))
+}
+
+func rawIndex(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := bolt.Open(path, 0o644, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var out []byte
+	b.View(func(tx *bolt.Tx) error {
+		out = bytes.Clone(tx.Bucket(bucketMeta).Get(keyIndex))
+		return nil
+	})
+	return out
+}
+
+func setIndex(t testing.TB, path string, v []byte) {
+	t.Helper()
+	b, err := bolt.Open(path, 0o644, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyIndex, v) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func tableSummaries(t testing.TB, path string) []Summary {
+	t.Helper()
+	tb, err := ReadTable(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tb.Bad()) != 0 {
+		t.Fatalf("bad entries: %v", tb.Bad())
+	}
+	out := make([]Summary, tb.Len())
+	for i := range out {
+		out[i] = tb.Summary(i)
+	}
+	return out
+}
+
+// TestTableVersions: writers store version 2; a version 1 index, and an
+// unreadable one (rebuilt from the records), read the same.
+func TestTableVersions(t *testing.T) {
+	path := tableCache(t, 120)
+	v2 := rawIndex(t, path)
+	if v2[0] != indexVersion2 {
+		t.Fatalf("index version %d; want %d", v2[0], indexVersion2)
+	}
+	if _, ok := parseTable(v2); !ok {
+		t.Fatal("a writer's version 2 index does not parse")
+	}
+	want := tableSummaries(t, path)
+	if len(want) != 120 {
+		t.Fatalf("%d summaries; want 120", len(want))
+	}
+	ix, err := parseIndex(v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, ok := ix.table(); !ok || !bytes.Equal(again, v2) {
+		t.Errorf("version 2 does not round-trip through parseIndex (ok %v)", ok)
+	}
+	setIndex(t, path, ix.encodeV1())
+	if got := tableSummaries(t, path); !reflect.DeepEqual(got, want) {
+		t.Errorf("version 1 index reads differently")
+	}
+	db, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := db.Snapshot(false)
+	if err != nil || !reflect.DeepEqual(snap.Summaries, want) {
+		t.Errorf("Snapshot of version 1 differs: %v", err)
+	}
+	setIndex(t, path, append([]byte{indexVersion2}, v2[1:len(v2)/2]...))
+	got := tableSummaries(t, path)
+	gotKeys, wantKeys := map[Key]Summary{}, map[Key]Summary{}
+	for i := range got {
+		gotKeys[got[i].Key], wantKeys[want[i].Key] = got[i], want[i]
+	}
+	if !reflect.DeepEqual(gotKeys, wantKeys) {
+		t.Errorf("truncated version 2 index: summaries not rebuilt from the records")
+	}
+}
+
+// TestTableDamage: no cut or flipped byte of a version 2 index panics; what
+// parses has every record checked.
+func TestTableDamage(t *testing.T) {
+	v2 := rawIndex(t, tableCache(t, 30))
+	for n := 0; n < len(v2); n++ {
+		if tb, ok := parseTable(v2[:n]); ok {
+			for i := 0; i < tb.Len(); i++ {
+				_ = tb.Summary(i)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for k := 0; k < 2000; k++ {
+		b := bytes.Clone(v2)
+		for j := 0; j < 1+rng.IntN(3); j++ {
+			b[rng.IntN(len(b))] ^= byte(1 + rng.IntN(255))
+		}
+		if tb, ok := parseTable(b); ok {
+			for i := 0; i < tb.Len(); i++ {
+				s := tb.Summary(i)
+				if s.Schema == SchemaVersion && s.Params.Validate() != nil {
+					t.Fatalf("damaged table passed with invalid params %+v", s.Params)
+				}
+			}
+		}
+	}
+}
+
+func FuzzParseTable(f *testing.F) {
+	tb := newTableBuilder(2)
+	for _, s := range []Summary{
+		{Key: Key{"sm_90", "q4_0", 64, 256}, Schema: 1, Params: space.Stock, Class: ClassExact, Decision: "kept v1", GPUName: "x", CubinHash: "ab"},
+		{Key: Key{"sm_80", "bf16", 8, 8}, Schema: 1, Params: space.Stock, Class: ClassTolerance, Time: time.Unix(5, 6).UTC()},
+	} {
+		tb.addSummary(s)
+	}
+	b, _ := tb.finish().encode()
+	f.Add(b)
+	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tb, ok := parseTable(b)
+		if !ok {
+			return
+		}
+		for i := 0; i < tb.Len(); i++ {
+			s := tb.Summary(i)
+			if err := s.Key.Validate(); err != nil {
+				t.Fatalf("record %d: %v", i, err)
+			}
+		}
+		if again, ok := tb.encode(); !ok || !bytes.Equal(again, b) {
+			t.Fatalf("re-encode differs")
+		}
+	})
+}
+
+// TestTableSide: what a record cannot hold is kept exactly, and such a
+// table is not written as version 2.
+func TestTableSide(t *testing.T) {
+	odd := []Summary{
+		{Key: Key{"sm_90", "q4_0", 64, 256}, Schema: 1, Params: space.Stock, Class: ClassExact,
+			Time: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("CET", 3600))},
+		{Key: Key{"sm_90", "q4_0", 64, 512}, Schema: 7, Params: space.Params{R: 300}, Class: "weird"},
+		{Key: Key{"sm_90", "q4_0", 64, 768}, Schema: -1, Params: space.Stock, Class: ClassExact},
+		{Key: Key{"sm_90", "q4_0", 64, 1024}, Schema: 1, Params: space.Stock, Class: ClassTolerance, Decision: "plain"},
+	}
+	tb := newTableBuilder(0)
+	for _, s := range odd {
+		tb.addSummary(s)
+	}
+	tab := tb.finish()
+	for i, want := range odd {
+		if got := tab.Summary(i); !reflect.DeepEqual(got, want) || tab.Key(i) != want.Key {
+			t.Errorf("summary %d = %+v; want %+v", i, got, want)
+		}
+	}
+	if _, ok := tab.encode(); ok {
+		t.Error("a table with side summaries was encoded as version 2")
+	}
+}
+
+// TestLoadCubin: a located cubin is read back; a wrong location falls back
+// to the hash; a missing file is an error.
+func TestLoadCubin(t *testing.T) {
+	path := tableCache(t, 12)
+	tb, err := ReadTable(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := 0; i < tb.Len(); i++ {
+		s := tb.Summary(i)
+		if s.CubinHash == "" {
+			continue
+		}
+		ref, ok := tb.Cubin(s.CubinHash)
+		if !ok || ref.Off < 0 {
+			t.Fatalf("cubin of %s not located: %+v", s.Key, ref)
+		}
+		want := testCubin(s.Arch, s.Format, s.Params)
+		if got, err := LoadCubin(path, ref); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("LoadCubin = %q, %v; want %q", got, err, want)
+		}
+		ref.Off++
+		if got, err := LoadCubin(path, ref); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("LoadCubin at a wrong offset = %q, %v; want %q", got, err, want)
+		}
+		n++
+	}
+	if n == 0 {
+		t.Fatal("no cubins")
+	}
+	if _, ok := tb.Cubin(CubinHash([]byte("never stored"))); ok {
+		t.Error("an unknown cubin was located")
+	}
+	os.Remove(path)
+	for h, ref := range tb.cubins {
+		if b, err := LoadCubin(path, ref); err == nil || b != nil {
+			t.Errorf("LoadCubin %s of a removed file = %q, %v", short(h), b, err)
+		}
+		break
+	}
+}
+
+// BenchmarkReadTable reads a 10 000-record cache.
+func BenchmarkReadTable(b *testing.B) {
+	path := tableCache(b, 10000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ReadTable(path, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadTableV1 reads the same cache with a version 1 index.
+func BenchmarkReadTableV1(b *testing.B) {
+	path := tableCache(b, 10000)
+	ix, err := parseIndex(rawIndex(b, path))
+	if err != nil {
+		b.Fatal(err)
+	}
+	setIndex(b, path, ix.encodeV1())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ReadTable(path, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestKnobA: the activation-path knob survives every encoding (a summary
+// of version 2, both index versions).
+func TestKnobA(t *testing.T) {
+	if n := reflect.TypeFor[space.Params]().NumField(); n != 7 {
+		t.Fatalf("space.Params has %d knobs; summaries and table records encode 7: extend them", n)
+	}
+	s := Summary{Schema: 1, Params: space.Params{R: 2, F: 0, U: 1, S: 0, W: 8, L: 0, A: 1}, Class: ClassTolerance, Decision: "d"}
+	b := encodeSummary(s)
+	if b[0] != summaryVersion2 {
+		t.Errorf("summary with A=1 written as version %d", b[0])
+	}
+	if got, err := decodeSummary(b, nil); err != nil || got != s {
+		t.Errorf("summary with A=1 = %+v, %v", got, err)
+	}
+	s.Params.A = 0
+	if b := encodeSummary(s); b[0] != summaryVersion {
+		t.Errorf("summary with A=0 written as version %d", b[0])
+	}
+	path := filepath.Join(t.TempDir(), "tune.db")
+	db, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i, a := range []int{1, 0, 1} {
+		p := space.Params{R: 2, U: 1, W: 8, A: a}
+		r := Record{Key: Key{"sm_90", "q4_0", 64 * (i + 1), 256}, WinnerID: p.ID(), Params: p, Class: ClassTolerance,
+			SourceHash: "x", GPUName: "g"}
+		if err := db.Put(r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string) {
+		t.Helper()
+		snap, err := db.Snapshot(false)
+		if err != nil || len(snap.Summaries) != 3 {
+			t.Fatalf("%s: %v, %d summaries", what, err, len(snap.Summaries))
+		}
+		for _, s := range snap.Summaries {
+			if want := 1 - (s.Rows/64-1)%2; s.Params.A != want {
+				t.Errorf("%s: %s has A=%d; want %d", what, s.Key, s.Params.A, want)
+			}
+		}
+	}
+	check("version 2 index")
+	if _, ok := parseTable(rawIndex(t, path)); !ok {
+		t.Fatal("version 2 index with A=1 does not parse")
+	}
+	ix, err := parseIndex(rawIndex(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	setIndex(t, path, ix.encodeV1())
+	db, err = Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("version 1 index")
+}
