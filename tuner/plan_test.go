@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
 )
 
 func TestPlan(t *testing.T) {
@@ -61,5 +62,38 @@ func TestPruneUnboundFloors(t *testing.T) {
 		if c.Status != want[c.ID] {
 			t.Errorf("%s: %s (%s), want %s", c.ID, c.Status, c.Reason, want[c.ID])
 		}
+	}
+}
+
+// Every family yields compilable sources for the whole space of an arch,
+// stock first, and the two-phase build's phase 1 is never empty.
+func TestSourcesForEveryFamily(t *testing.T) {
+	lim, err := space.LimitsFor("sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fam := range variants.Families() {
+		srcs, err := sourcesFor(fam, lim, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", fam.Format().Name(), err)
+		}
+		if len(srcs) < 2 || srcs[0].ID != space.Stock.ID() {
+			t.Fatalf("%s: %d sources, first %q", fam.Format().Name(), len(srcs), srcs[0].ID)
+		}
+		acts := map[int]bool{}
+		for _, s := range srcs {
+			if err := fam.Gate(s.Params, 4096, 4096); err != nil {
+				t.Errorf("%s %s: source made for a variant the gate refuses: %v", fam.Format().Name(), s.ID, err)
+			}
+			acts[s.Params.A] = true
+		}
+		for _, a := range fam.Activations() {
+			if !acts[a] {
+				t.Errorf("%s: no source with a=%d", fam.Format().Name(), a)
+			}
+		}
+	}
+	if _, err := sourcesFor(variants.Families()[0], lim, []string{"r1f0u1s0w8a1"}); err == nil {
+		t.Error("an explicit invalid ID was silently skipped")
 	}
 }

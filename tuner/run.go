@@ -159,6 +159,9 @@ func sourcesFor(fam variants.Family, lim space.Limits, only []string) ([]source,
 			continue
 		}
 		code, err := fam.Source(p)
+		if errors.Is(err, variants.ErrShape) && len(only) == 0 {
+			continue // not a variant of this family (e.g. a=1 without staging)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", fam.Format().Name(), p.ID(), err)
 		}
@@ -178,30 +181,37 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 	comp := newCompiler(nv, arch)
 	start := time.Now()
 
-	// Compile every format's candidates once: sources do not depend on the shape.
-	byFormat := map[string]build{}
-	var formats []string
-	for _, j := range jobs {
-		if _, ok := byFormat[j.Format]; !ok {
-			formats = append(formats, j.Format)
-			byFormat[j.Format] = build{}
-		}
-	}
 	ceil, _, err := nv.Compile(ceilingSource, "read_ceiling.cu", arch)
 	if err != nil {
 		return nil, fmt.Errorf("compiling the read-ceiling kernel: %w", err)
 	}
-	for _, f := range formats {
-		fam, err := variants.FamilyOf(f)
-		if err != nil {
-			return nil, err
+
+	// Compile every format's candidates once (sources do not depend on the
+	// shape), format after format in the background: the GPUs start on the
+	// first format's jobs while the next formats compile.
+	builds := map[string]*pendingBuild{}
+	var formats []string
+	for _, j := range jobs {
+		if _, ok := builds[j.Format]; !ok {
+			formats = append(formats, j.Format)
+			builds[j.Format] = &pendingBuild{done: make(chan struct{})}
 		}
-		b, err := buildFormat(ctx, comp, fam, lim, opts, extra[f], len(jobs))
-		if err != nil {
-			return nil, err
-		}
-		byFormat[f] = b
 	}
+	var compiling sync.WaitGroup
+	compiling.Add(1)
+	go func() {
+		defer compiling.Done()
+		for _, f := range formats {
+			pb := builds[f]
+			fam, err := variants.FamilyOf(f)
+			if err == nil {
+				pb.b, err = buildFormat(ctx, comp, fam, lim, opts, extra[f], len(jobs))
+			}
+			pb.err = err
+			close(pb.done)
+		}
+	}()
+	defer compiling.Wait()
 
 	// One session per GPU.
 	var sessions []*session
@@ -228,19 +238,13 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 	}
 
 	// A first ETA from the static model, until measured jobs refine it.
-	var eta time.Duration
-	for _, j := range jobs {
-		if fam, err := variants.FamilyOf(j.Format); err == nil {
-			n := 0
-			for _, c := range byFormat[j.Format].compiled {
-				if c.Err == nil {
-					n++
-				}
-			}
-			eta += expectedTime(fam, j, n, opts.Budget)
+	if plan, err := Plan(arch.String(), jobs, opts.Budget); err == nil {
+		var eta time.Duration
+		for _, e := range plan {
+			eta += e.Expected
 		}
+		report(opts, Progress{Total: len(jobs), Stage: "tuning", ETA: eta / time.Duration(len(sessions))})
 	}
-	report(opts, Progress{Total: len(jobs), Stage: "tuning", ETA: eta / time.Duration(len(sessions))})
 
 	queue := make(chan Job, len(jobs))
 	for _, j := range jobs {
@@ -262,7 +266,17 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 				if ctx.Err() != nil {
 					return
 				}
-				d, err := tuneJob(ctx, s, j, byFormat[j.Format], nv, opts)
+				pb := builds[j.Format]
+				select {
+				case <-pb.done:
+				case <-ctx.Done():
+					return
+				}
+				var d Decision
+				err := pb.err
+				if err == nil {
+					d, err = tuneJob(ctx, s, j, pb.b, nv, opts)
+				}
 				mu.Lock()
 				done++
 				if err != nil {
@@ -518,6 +532,14 @@ func pruneUnboundFloors(cands []Candidate) {
 		}
 		first[k] = c.ID
 	}
+}
+
+// pendingBuild is a format's build that may still be compiling; done is
+// closed when b and err are set.
+type pendingBuild struct {
+	done chan struct{}
+	b    build
+	err  error
 }
 
 // build is what compiling one format produced: the compiled candidates and
