@@ -209,7 +209,7 @@ func buildView(e reportEntry) reportView {
 	if fixed == (space.Params{}) {
 		fixed = space.Stock
 	}
-	v.Fixed = fmt.Sprintf("u=%d s=%d w=%d l=%d (the winner's); stock is %s", fixed.U, fixed.S, fixed.W, fixed.L, space.Stock.ID())
+	v.Fixed = fmt.Sprintf("u=%d s=%d w=%d l=%d a=%d (the winner's); stock is %s", fixed.U, fixed.S, fixed.W, fixed.L, fixed.A, space.Stock.ID())
 	v.Plot = template.HTML(plotSVG(e, fixed))
 
 	var ok []cache.Candidate

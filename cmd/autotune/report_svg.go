@@ -40,9 +40,9 @@ func isFailure(s string) bool {
 	return false
 }
 
-// sameFixed reports whether p has the fixed knobs u, s, w and l.
+// sameFixed reports whether p has the fixed knobs u, s, w, l and a.
 func sameFixed(p, fixed space.Params) bool {
-	return p.U == fixed.U && p.S == fixed.S && p.W == fixed.W && p.L == fixed.L
+	return p.U == fixed.U && p.S == fixed.S && p.W == fixed.W && p.L == fixed.L && p.A == fixed.A
 }
 
 // plotSVG draws GB/s against rows per warp for the candidates of e that
