@@ -15,8 +15,12 @@ import (
 )
 
 // errWorkerLost is returned when the worker process died or stopped
-// answering (a hang past the watchdog); the worker is killed.
-var errWorkerLost = errors.New("measurement worker lost")
+// answering; the worker is killed. errWorkerHung is also in the chain when
+// it stopped answering (a hang past the watchdog).
+var (
+	errWorkerLost = errors.New("measurement worker lost")
+	errWorkerHung = errors.New("no answer within the watchdog time (hang?)")
+)
 
 // workerProc is a running measurement worker: this same executable started
 // with WorkerEnv set, talking JSON lines on its stdin and stdout.
@@ -87,7 +91,7 @@ func (p *workerProc) call(req request, timeout time.Duration) (response, error) 
 		return response{}, fmt.Errorf("%w: it exited during %s%s", errWorkerLost, req.Op, p.stderr.note())
 	case <-t.C:
 		p.kill()
-		return response{}, fmt.Errorf("%w: no answer to %s within %v (hang?)", errWorkerLost, req.Op, timeout)
+		return response{}, fmt.Errorf("%w: %s after %v: %w", errWorkerLost, req.Op, timeout, errWorkerHung)
 	}
 }
 

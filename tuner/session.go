@@ -3,7 +3,6 @@ package tuner
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
@@ -81,7 +80,7 @@ func (s *session) call(req request, timeout time.Duration) (response, error) {
 	r, err := s.proc.call(req, timeout)
 	if err != nil {
 		status := "fault"
-		if errors.Is(err, errWorkerLost) && containsHang(err) {
+		if errors.Is(err, errWorkerHung) {
 			status = "timeout"
 		}
 		r = response{Err: err.Error(), Status: status, Fatal: true}
@@ -93,8 +92,6 @@ func (s *session) call(req request, timeout time.Duration) (response, error) {
 	}
 	return r, nil
 }
-
-func containsHang(err error) bool { return strings.Contains(err.Error(), "hang") }
 
 func (s *session) clocks() Clocks {
 	if s.nvml == nil {

@@ -1,11 +1,13 @@
 package tuner
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
 	"github.com/gemvtune/gemvtune/space"
@@ -13,6 +15,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(WorkerEnv) != "" {
+		switch os.Getenv(fakeWorkerEnv) {
+		case "hang": // read the request, never answer
+			bufio.NewReader(os.Stdin).ReadString('\n')
+			time.Sleep(time.Hour)
+		case "crash":
+			os.Exit(7)
+		}
+	}
 	MaybeWorker() // the tuner re-executes this test binary as its measurement worker
 	os.Exit(m.Run())
 }

@@ -1,0 +1,139 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// sourcesFor lists every candidate of a family that some arch limits allow
+// at all (shape-specific shared memory is checked per job), stock first.
+func sourcesFor(fam variants.Family, lim space.Limits, only []string) ([]source, error) {
+	ok, _ := space.Enumerate(lim, variants.KnobsOf(fam), nil)
+	if len(only) > 0 {
+		ok = ok[:0]
+		for _, id := range only {
+			p, err := space.Parse(id)
+			if err != nil {
+				return nil, err
+			}
+			ok = append(ok, p)
+		}
+	}
+	out := make([]source, 0, len(ok)+1)
+	stock, err := fam.Source(space.Stock)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, source{ID: space.Stock.ID(), Params: space.Stock, Code: stock})
+	for _, p := range ok {
+		if p == space.Stock || (candidateFilter != nil && !candidateFilter(p)) {
+			continue
+		}
+		code, err := fam.Source(p)
+		if errors.Is(err, variants.ErrShape) && len(only) == 0 {
+			continue // not a variant of this family (e.g. a=1 without staging)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", fam.Format().Name(), p.ID(), err)
+		}
+		out = append(out, source{ID: p.ID(), Params: p, Code: code})
+	}
+	return out, nil
+}
+
+// candidateFilter, when set (by tests), narrows the candidates compiled.
+var candidateFilter func(space.Params) bool
+
+// pendingBuild is a format's build that may still be compiling; done is
+// closed when b and err are set.
+type pendingBuild struct {
+	done chan struct{}
+	b    build
+	err  error
+}
+
+// build is what compiling one format produced: the compiled candidates and
+// those skipped at compile time with a reason.
+type build struct {
+	compiled []compiled
+	skipped  []Candidate
+}
+
+// buildFormat compiles a family's candidates in two phases. Phase one
+// builds every variant without a launch-bounds floor (f=0); ptxas reports
+// its registers. A floor f only changes code by capping registers at
+// RegsPerSM/(f·threads), so phase two builds f>0 only where that cap is
+// below the f=0 count, once per distinct cap. Every variant skipped is
+// listed with the reason.
+func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim space.Limits, opts Options, extra []source, total int) (build, error) {
+	srcs, err := sourcesFor(fam, lim, opts.Only)
+	if err != nil {
+		return build{}, err
+	}
+	name := fam.Format().Name()
+	var phase1 []source
+	for _, s := range srcs {
+		if s.Params.F == 0 || len(opts.Only) > 0 {
+			phase1 = append(phase1, s)
+		}
+	}
+	phase1 = append(phase1, extra...)
+	report(opts, Progress{Total: total, Stage: fmt.Sprintf("compile %d %s variants", len(phase1), name)})
+	b := build{compiled: comp.compileAll(ctx, phase1, nil)}
+	if ctx.Err() != nil {
+		return b, ctx.Err()
+	}
+	if len(opts.Only) > 0 {
+		return b, nil
+	}
+	var phase2 []source
+	for _, c := range b.compiled {
+		if c.Err != nil || c.Registers == 0 || c.ID != c.Params.ID() {
+			continue
+		}
+		capOf := map[int]int{} // register cap → the floor that first gives it
+		for _, f := range space.Knobs[1].Values {
+			if f == 0 {
+				continue
+			}
+			p := c.Params
+			p.F = f
+			if space.Check(p, lim, 0) != nil {
+				continue // excluded whatever the shape; Plan reports these
+			}
+			limit := regCap(lim, 32*p.W, f)
+			skip := func(reason string) {
+				b.skipped = append(b.skipped, Candidate{ID: p.ID(), Params: p, Class: string(fam.Class(p)), Status: StatusPruned, Reason: reason})
+			}
+			if limit >= c.Registers {
+				skip(fmt.Sprintf("f=%d does not bind: its cap of %d registers ≥ the %d %s uses", f, limit, c.Registers, c.ID))
+				continue
+			}
+			if f0, dup := capOf[limit]; dup {
+				skip(fmt.Sprintf("f=%d gives the same %d-register cap as f=%d", f, limit, f0))
+				continue
+			}
+			capOf[limit] = f
+			code, err := fam.Source(p)
+			if err != nil {
+				return b, err
+			}
+			phase2 = append(phase2, source{ID: p.ID(), Params: p, Code: code})
+		}
+	}
+	report(opts, Progress{Total: total, Stage: fmt.Sprintf("compile %d %s launch-bounds variants", len(phase2), name)})
+	b.compiled = append(b.compiled, comp.compileAll(ctx, phase2, nil)...)
+	return b, ctx.Err()
+}
+
+// regCap is the register budget per thread that __launch_bounds__(threads, f)
+// leaves: the register file shared by f resident blocks, in the allocation
+// unit of 8 registers per thread, at most MaxRegsPerThread.
+func regCap(lim space.Limits, threads, f int) int {
+	c := lim.RegsPerSM / (f * threads) &^ 7
+	return min(c, lim.MaxRegsPerThread)
+}

@@ -1,0 +1,238 @@
+package tuner
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// tuneJob runs one (format, shape) on one GPU: prune, verify, measure,
+// select.
+func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opts Options) (Decision, error) {
+	comp := b.compiled
+	t0 := time.Now()
+	fam, err := variants.FamilyOf(j.Format)
+	if err != nil {
+		return Decision{}, err
+	}
+	bytes, _ := fam.Format().Bytes(j.Rows, j.Cols)
+	lim := limitsOf(s.info)
+	d := Decision{Job: j, Arch: s.info.Arch.String(), Bytes: bytes, GPUName: s.info.Name, GPUUUID: s.info.UUID,
+		NVRTC: nv.Version.String(), SourceHash: fam.SourceHash(), Time: time.Now().UTC()}
+	if v, err := gpu.DriverVersion(); err == nil {
+		d.Driver = v.String()
+	}
+	progress := func(stage string) {
+		report(opts, Progress{Total: -1, Job: j, Stage: stage, GPU: fmt.Sprintf("%d: %s", s.info.Ordinal, s.info.Name)})
+	}
+
+	// Load this format's modules into the worker (once per format).
+	if s.format != j.Format {
+		s.mods, s.format = s.mods[:0], j.Format
+		for _, c := range comp {
+			if c.Err == nil {
+				s.mods = append(s.mods, moduleSpec{ID: c.ID, Params: c.Params, Cubin: c.Cubin})
+			}
+		}
+		r, err := s.call(request{Op: opModules, Modules: s.mods}, 5*time.Minute)
+		if err != nil {
+			return d, err
+		}
+		if !r.OK {
+			return d, fmt.Errorf("loading modules: %s", r.Err)
+		}
+	}
+	progress("verify")
+	d.Before = s.clocks()
+	shapeReq := request{Op: opShape, Format: j.Format, Rows: j.Rows, Cols: j.Cols, Seed: time.Now().UnixNano()}
+	s.shape = &shapeReq
+	r, err := s.call(shapeReq, shapeTimeout(&shapeReq))
+	if err != nil {
+		return d, err
+	}
+	if !r.OK {
+		s.shape = nil
+		return d, fmt.Errorf("stock kernel failed its check, nothing can be tuned: %s", r.Err)
+	}
+	d.CeilingGBs = s.ceiling
+
+	// Static pruning with reasons.
+	cands := make([]Candidate, 0, len(comp))
+	index := map[string]int{}
+	for _, c := range comp {
+		cand := Candidate{ID: c.ID, Params: c.Params, Class: string(fam.Class(c.Params)), Status: StatusOK}
+		a := r.Attrs[c.ID]
+		cand.Registers, cand.LocalBytes, cand.SharedBytes, cand.BlocksPerSM = a.Registers, a.LocalBytes, a.SharedBytes, a.BlocksPerSM
+		l := fam.Launch(c.Params, j.Rows, j.Cols)
+		switch {
+		case fam.Gate(c.Params, j.Rows, j.Cols) != nil:
+			cand.Status, cand.Reason = StatusGate, fam.Gate(c.Params, j.Rows, j.Cols).Error()
+		case space.Check(c.Params, lim, int(l.SharedBytes)) != nil:
+			cand.Status, cand.Reason = StatusPruned, space.Check(c.Params, lim, int(l.SharedBytes)).Error()
+		case c.Err != nil:
+			cand.Status, cand.Reason = StatusCompile, c.Err.Error()
+		case c.Spills > 0:
+			cand.Status, cand.Reason = StatusPruned, fmt.Sprintf("spills: ptxas spills %d bytes at %d registers", c.Spills, c.Registers)
+		case a.Err != "":
+			cand.Status, cand.Reason = StatusCompile, a.Err
+		case a.LocalBytes > 0:
+			cand.Status, cand.Reason = StatusPruned, fmt.Sprintf("spills: %d bytes of local memory per thread at %d registers", a.LocalBytes, a.Registers)
+		case a.BlocksPerSM == 0:
+			cand.Status, cand.Reason = StatusPruned, fmt.Sprintf("zero occupancy: no block of %d threads fits an SM at %d registers", l.Block[0], a.Registers)
+		}
+		index[c.ID] = len(cands)
+		cands = append(cands, cand)
+	}
+	for _, c := range b.skipped {
+		index[c.ID] = len(cands)
+		cands = append(cands, c)
+	}
+	pruneUnboundFloors(cands)
+	stockID := space.Stock.ID()
+	si, ok := index[stockID]
+	if !ok || cands[si].Status != StatusOK {
+		return d, fmt.Errorf("stock %s is not runnable here", stockID)
+	}
+	cands[si].RelErr = r.RelErr
+
+	// Verify every survivor before timing it.
+	var ids []string
+	for i := range cands {
+		c := &cands[i]
+		if c.Status != StatusOK || c.ID == stockID {
+			continue
+		}
+		if ctx.Err() != nil {
+			return d, ctx.Err()
+		}
+		vr, err := s.call(request{Op: opVerify, ID: c.ID}, 30*time.Second)
+		if err != nil {
+			return d, err
+		}
+		c.RelErr, c.MaxAbsDiff = vr.RelErr, vr.MaxAbsDiff
+		if !vr.OK {
+			c.Status, c.Reason = Status(vr.Status), vr.Err
+			if c.Status == "" {
+				c.Status = StatusFault
+			}
+			continue
+		}
+		ids = append(ids, c.ID)
+	}
+
+	// Measure and select, exact and tolerance classes as separate groups.
+	groupOf := func(id string) int {
+		if cands[index[id]].Class == string(variants.Exact) {
+			return 0
+		}
+		return 1
+	}
+	progress(fmt.Sprintf("measure %d", len(ids)+1))
+	var res stageResult
+	for attempt := 0; ; attempt++ {
+		if opts.Budget > 0 {
+			res, err = halving(s, ids, stockID, opts.Budget, groupOf)
+		} else {
+			res, err = exhaustive(s, ids, stockID, groupOf)
+		}
+		if err != nil {
+			return d, err
+		}
+		d.After = s.clocks()
+		if !(d.Before.Throttled || d.After.Throttled) || attempt == 1 {
+			d.Throttled = d.Before.Throttled || d.After.Throttled
+			break
+		}
+		d.Before = s.clocks() // throttled: measure once more
+	}
+	for id, v := range res.screen {
+		c := &cands[index[id]]
+		c.Samples = v
+		if k, dropped := res.droppedAt[id]; dropped {
+			c.Status, c.Reason = StatusDropped, fmt.Sprintf("dropped by successive halving at stage %d", k+1)
+		}
+	}
+	for id, v := range res.final {
+		cands[index[id]].Samples = v
+	}
+	for i := range cands {
+		c := &cands[i]
+		if len(c.Samples) > 0 {
+			c.MedianUS, c.LoUS, c.HiUS = summarize(c.Samples)
+			c.GBs = float64(bytes) / (c.MedianUS * 1e-6) / 1e9
+			if s.ceiling > 0 {
+				c.PctCeiling = 100 * c.GBs / s.ceiling
+			}
+		}
+	}
+	var finalists []Candidate
+	for id := range res.final {
+		if id != stockID {
+			finalists = append(finalists, cands[index[id]])
+		}
+	}
+	sort.Slice(finalists, func(a, b int) bool { return finalists[a].ID < finalists[b].ID })
+	rule := Rule{MinGain: opts.MinGain, Alpha: opts.Alpha}
+	dec := decide(cands[si], finalists, rule)
+	d.Stock, d.Winner, d.Kept, d.P, d.Speedup, d.Reason = cands[si], dec.winner, dec.kept, dec.p, dec.speedup, dec.reason
+	if d.Winner.Class != string(variants.Exact) {
+		// The engines that require exact output get the best exact variant.
+		var exact []Candidate
+		for _, c := range finalists {
+			if c.Class == string(variants.Exact) {
+				exact = append(exact, c)
+			}
+		}
+		ex := decide(cands[si], exact, rule)
+		d.Exact = &Alternative{Winner: ex.winner, Kept: ex.kept, P: ex.p, Speedup: ex.speedup, Reason: ex.reason}
+	}
+	if d.Throttled {
+		d.Reason += " (measured while throttled: " + strings.Join(append(d.Before.Reasons, d.After.Reasons...), ",") + ")"
+	}
+	for _, c := range comp {
+		if c.ID == d.Winner.ID {
+			d.Cubin = c.Cubin
+		}
+		if d.Exact != nil && c.ID == d.Exact.Winner.ID {
+			d.Exact.Cubin = c.Cubin
+		}
+	}
+	d.Candidates = cands
+	d.Wall = time.Since(t0).Seconds()
+	s.shape = nil
+	return d, nil
+}
+
+// pruneUnboundFloors drops variants whose launch-bounds floor did not bind:
+// same knobs but f, same register count as a variant with a lower floor,
+// hence the same occupancy and, in practice, the same code. The floor
+// matters only through the registers it forces (design.md §2: the V100
+// curve tracks resident blocks), so measuring both would spend time on
+// noise. Stock (f=0) is never dropped.
+func pruneUnboundFloors(cands []Candidate) {
+	type key struct{ r, u, s, w, l, regs int }
+	first := map[key]string{}
+	order := make([]int, 0, len(cands))
+	for i := range cands {
+		order = append(order, i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return cands[order[a]].Params.F < cands[order[b]].Params.F })
+	for _, i := range order {
+		c := &cands[i]
+		if c.Status != StatusOK || c.ID != c.Params.ID() {
+			continue // planted variants keep their own identity
+		}
+		k := key{c.Params.R, c.Params.U, c.Params.S, c.Params.W, c.Params.L, c.Registers}
+		if id, dup := first[k]; dup {
+			c.Status, c.Reason = StatusPruned, fmt.Sprintf("same code as %s: f=%d does not bind (%d registers either way)", id, c.Params.F, c.Registers)
+			continue
+		}
+		first[k] = c.ID
+	}
+}
