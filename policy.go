@@ -101,13 +101,16 @@ type group struct {
 	fam     *famInfo
 	members []int32 // table indexes, in index order
 
-	once     sync.Once
-	keys     []member                    // members sorted by (cols, rows)
-	cubins   map[space.Params]*cubinSlot // cubin of each current winner; the last record wins
-	ids      map[space.Params]string     // ID of each current winner
-	staleWhy map[int32]string            // why each stale record (by table index) is stale
-	memo     []atomic.Pointer[memo]      // by keys index: Lookup's answer for exactly that key
-	near     []atomic.Pointer[Choice]    // by keys index: the nearest-rule choice built on that record
+	once   sync.Once
+	keys   []member                    // members sorted by (cols, rows)
+	cubins map[space.Params]*cubinSlot // cubin of each current winner; the last record wins
+	// cubin of each current exact alternative, the last record winning
+	// (only with GEMV_REQUIRE_EXACT=1, the only lookups that return them)
+	altCubins map[space.Params]*cubinSlot
+	ids       map[space.Params]string  // ID of each current winner
+	staleWhy  map[int32]string         // why each stale record (by table index) is stale
+	memo      []atomic.Pointer[memo]   // by keys index: Lookup's answer for exactly that key
+	near      []atomic.Pointer[Choice] // by keys index: the nearest-rule choice built on that record
 }
 
 // member is a record of a group, with what lookups need of it.
@@ -116,6 +119,7 @@ type member struct {
 	i       int32  // in the table
 	current bool   // not stale (else group.staleWhy[i] says why)
 	exact   bool   // exact-class winner
+	alt     bool   // the record has an exact alternative (for GEMV_REQUIRE_EXACT=1)
 }
 
 func shapeKey(rows, cols int) uint64 { return uint64(cols)<<32 | uint64(rows) }
@@ -300,10 +304,12 @@ func (g *group) init(p *Policy) {
 		}
 		whys := map[staleKey]string{}
 		var staleWhy map[int32]string
+		var altCubins map[space.Params]*cubinSlot
 		for j, i := range g.members {
 			s := p.t.Summary(int(i))
 			m := &keys[j]
-			*m = member{key: shapeKey(s.Rows, s.Cols), i: i, exact: s.Class == cache.ClassExact, current: true}
+			*m = member{key: shapeKey(s.Rows, s.Cols), i: i, exact: s.Class == cache.ClassExact, current: true,
+				alt: s.Exact.Present}
 			if s.Schema != cache.SchemaVersion || s.SourceHash != g.fam.hash || s.ToolVersion != cache.ToolVersion {
 				sk := staleKey{s.Schema, s.SourceHash, s.ToolVersion}
 				why, ok := whys[sk]
@@ -321,19 +327,35 @@ func (g *group) init(p *Policy) {
 			if _, ok := ids[s.Params]; !ok {
 				ids[s.Params] = idOf(s.Params)
 			}
-			if s.CubinHash == "" {
-				continue
-			}
-			slot := slots[s.CubinHash]
-			if slot == nil {
-				ref, ok := p.t.Cubin(s.CubinHash)
-				if !ok {
-					continue // not stored
+			slot := func(hash string) *cubinSlot {
+				if hash == "" {
+					return nil
 				}
-				slot = &cubinSlot{ref: ref}
-				slots[s.CubinHash] = slot
+				sl := slots[hash]
+				if sl == nil {
+					ref, ok := p.t.Cubin(hash)
+					if !ok {
+						return nil // not stored
+					}
+					sl = &cubinSlot{ref: ref}
+					slots[hash] = sl
+				}
+				return sl
 			}
-			cubins[s.Params] = slot
+			if sl := slot(s.CubinHash); sl != nil {
+				cubins[s.Params] = sl
+			}
+			if x := &s.Exact; x.Present && p.env.requireExact {
+				if _, ok := ids[x.Params]; !ok {
+					ids[x.Params] = idOf(x.Params)
+				}
+				if sl := slot(x.CubinHash); sl != nil {
+					if altCubins == nil {
+						altCubins = map[space.Params]*cubinSlot{}
+					}
+					altCubins[x.Params] = sl
+				}
+			}
 		}
 		slices.SortFunc(keys, func(a, b member) int { // by shape, then index order
 			if c := cmp.Compare(a.key, b.key); c != 0 {
@@ -341,7 +363,7 @@ func (g *group) init(p *Policy) {
 			}
 			return cmp.Compare(a.i, b.i)
 		})
-		g.keys, g.cubins, g.ids, g.staleWhy = keys, cubins, ids, staleWhy
+		g.keys, g.cubins, g.altCubins, g.ids, g.staleWhy = keys, cubins, altCubins, ids, staleWhy
 		g.memo = make([]atomic.Pointer[memo], len(keys))
 		g.near = make([]atomic.Pointer[Choice], len(keys))
 	})

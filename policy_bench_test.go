@@ -3,6 +3,7 @@ package gemvtune_test
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/gemvtune/gemvtune"
@@ -11,7 +12,11 @@ import (
 
 // bigCache writes n records (2 archs × 5 formats × n/10 shapes, a few
 // distinct cubins) in one import transaction.
-func bigCache(b *testing.B, n int) string {
+func bigCache(b *testing.B, n int) string { return bigCacheWith(b, n, false) }
+
+// bigCacheWith is bigCache; with alts every other record is an int8
+// activation (tolerance) winner with an exact alternative and its cubin.
+func bigCacheWith(b *testing.B, n int, alts bool) string {
 	b.Helper()
 	path := filepath.Join(b.TempDir(), "tune.db")
 	db, err := cache.Open(path, nil)
@@ -29,6 +34,14 @@ func bigCache(b *testing.B, n int) string {
 				cubin := []byte(fmt.Sprintf("cubin %s %s %s", arch, format, r.WinnerID))
 				r.CubinHash = cache.CubinHash(cubin)
 				e.Cubins[r.CubinHash] = cubin
+				if alts && i%2 == 0 && r.WinnerID != "v1" {
+					r = withExact(b, r, r.WinnerID)
+					r.Class, r.Params.A = "tolerance", 1
+					r.WinnerID = r.Params.ID()
+					xc := []byte(fmt.Sprintf("exact cubin %s %s %s", arch, format, r.Exact.WinnerID))
+					r.Exact.CubinHash = cache.CubinHash(xc)
+					e.Cubins[r.Exact.CubinHash] = xc
+				}
 				e.Records = append(e.Records, r)
 			}
 		}
@@ -56,6 +69,45 @@ func BenchmarkOpen10kAnd100Lookups(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// BenchmarkOpen10kAnd100LookupsExactAlt is the start-up target with half
+// the records carrying an exact alternative (a version 3 index) and
+// GEMV_REQUIRE_EXACT=1.
+func BenchmarkOpen10kAnd100LookupsExactAlt(b *testing.B) {
+	path := bigCacheWith(b, 10000, true)
+	opts := &gemvtune.Options{CachePath: path, LookupEnv: env(map[string]string{"GEMV_REQUIRE_EXACT": "1"})}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p, err := gemvtune.Open(opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for j := 0; j < 100; j++ {
+			if _, err := p.Lookup("sm_90", "q4_0", 256*(j+1), 4096*(1+j%4)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkLookupTunedExactAlt is one GEMV_REQUIRE_EXACT=1 lookup answered
+// by a record's exact alternative.
+func BenchmarkLookupTunedExactAlt(b *testing.B) {
+	path := bigCacheWith(b, 10000, true)
+	p, err := gemvtune.Open(&gemvtune.Options{CachePath: path, LookupEnv: env(map[string]string{"GEMV_REQUIRE_EXACT": "1"})})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := p.Lookup("sm_90", "q4_0", 256, 4096)
+	if c.Source != "tuned" || c.Class != "exact" || !strings.Contains(c.Reason, "best exact variant") {
+		b.Fatalf("%s %s (%s); want the tuned exact alternative", c.Source, c.ID, c.Reason)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_, _ = p.Lookup("sm_90", "q4_0", 256, 4096)
 	}
 }
 

@@ -27,7 +27,13 @@ import (
 //  4. Knob overrides (GEMV_ROWS_PER_WARP, ...) on top ("forced", or stock
 //     with "forced-gate-failed" where the result cannot run the shape).
 //
-// GEMV_REQUIRE_EXACT=1 turns every tolerance-class result into stock.
+// GEMV_REQUIRE_EXACT=1 allows only exact-class results. A tuned or nearest
+// record whose winner is not exact gives its exact alternative (the best
+// exact variant the tuner measured against stock, Summary.Exact) with the
+// same source, or stock with the alternative's reason when no exact variant
+// beat stock; a record without one gives stock ("default"), and the nearest
+// rule skips such records. Forced and overridden tolerance-class variants
+// give stock ("forced-gate-failed").
 // A bad arch, an unknown format or a shape that the format cannot hold
 // returns an error (and a stock Choice saying so).
 func (p *Policy) Lookup(arch, format string, rows, cols int) (Choice, error) {
@@ -155,6 +161,8 @@ func (p *Policy) fromCache(fi *famInfo, g *group, j int, arch, format string, sh
 		switch {
 		case !m.current:
 			return stock(SourceStale, "the record for this shape is stale: "+g.staleWhy[m.i])
+		case p.env.requireExact && s.Class != cache.ClassExact && s.Exact.Present:
+			return p.exactChoice(fi, g, &s, sh, SourceTuned, "for this shape")
 		case p.env.requireExact && s.Class != cache.ClassExact:
 			return stock(SourceDefault, "the tuned winner "+idOf(s.Params)+" is "+s.Class+"-class and GEMV_REQUIRE_EXACT=1")
 		}
@@ -171,6 +179,14 @@ func (p *Policy) fromCache(fi *famInfo, g *group, j int, arch, format string, sh
 		return *c
 	}
 	s := p.t.Summary(int(g.keys[j].i))
+	if p.env.requireExact && s.Class != cache.ClassExact {
+		// nearest only returns such a record when it has an exact alternative.
+		c := p.exactChoice(fi, g, &s, sh, SourceNearest, "at the nearest tuned shape "+s.Shape().String()+" (same cols, closest rows)")
+		if c.Source == SourceNearest {
+			g.near[j].Store(&c)
+		}
+		return c
+	}
 	if err := fi.fam.Gate(s.Params, sh.Rows, sh.Cols); err != nil {
 		return stock(SourceDefault, "nearest tuned shape "+s.Shape().String()+" has winner "+idOf(s.Params)+", whose gate fails here: "+err.Error())
 	}
@@ -197,7 +213,7 @@ func (g *group) find(p *Policy, rows, cols int) int {
 func (p *Policy) nearest(g *group, rows, cols int) int {
 	g.init(p)
 	ks := g.keys
-	usable := func(j int) bool { return ks[j].current && (!p.env.requireExact || ks[j].exact) }
+	usable := func(j int) bool { return ks[j].current && (!p.env.requireExact || ks[j].exact || ks[j].alt) }
 	lo, _ := slices.BinarySearchFunc(ks, shapeKey(0, cols), cmpKey)
 	if lo == len(ks) || ks[lo].key>>32 != uint64(cols) {
 		return -1 // no record with these cols
@@ -256,6 +272,52 @@ func (p *Policy) fromSummary(g *group, s *cache.Summary, source, reason string) 
 		Evidence: &Evidence{MedianUS: s.MedianUS, GBs: s.GBs, PctCeiling: s.PctCeiling, Speedup: s.Speedup,
 			P: s.P, GPUName: s.GPUName, Time: s.Time, TunedShape: s.Shape().String()},
 	}
+}
+
+// exactChoice is the choice under GEMV_REQUIRE_EXACT=1 from record s of g,
+// whose winner is not exact, through its exact alternative: that variant
+// (source), or stock (source) when no exact variant beat stock, or stock
+// ("default") when the alternative's gate fails for sh. where says which
+// record, e.g. "for this shape".
+func (p *Policy) exactChoice(fi *famInfo, g *group, s *cache.Summary, sh space.Shape, source, where string) Choice {
+	x := &s.Exact
+	ev := &Evidence{MedianUS: x.MedianUS, GBs: x.GBs, PctCeiling: x.PctCeiling, Speedup: x.Speedup, P: x.P,
+		GPUName: s.GPUName, Time: s.Time, TunedShape: s.Shape().String()}
+	winner := "the tuned winner " + idOf(s.Params) + " is " + s.Class + "-class"
+	if x.Kept {
+		c := stock(source, "stock is the best exact variant "+where+" because GEMV_REQUIRE_EXACT=1 ("+winner+
+			" and no exact variant beat stock on "+s.GPUName+": "+x.Decision+")")
+		c.Evidence = ev
+		return c
+	}
+	id, ok := g.ids[x.Params]
+	if !ok {
+		id = idOf(x.Params)
+	}
+	if err := fi.fam.Gate(x.Params, sh.Rows, sh.Cols); err != nil {
+		return stock(SourceDefault, "the best exact variant "+where+", "+id+" (GEMV_REQUIRE_EXACT=1; "+winner+
+			"), fails this build's gate for "+sh.String()+": "+err.Error())
+	}
+	return Choice{
+		ID: id, Params: x.Params, Class: cache.ClassExact, Source: source,
+		Reason: id + " is the best exact variant " + where + " because GEMV_REQUIRE_EXACT=1 (" + winner +
+			"), measured on " + s.GPUName + ": " + x.Decision,
+		Layout: x.Params.L, Cubin: p.altCubin(g, x.Params), Evidence: ev,
+	}
+}
+
+// altCubin returns the stored cubin of exact alternative q in g: the one
+// stored with an alternative, else a winner's of the same variant, or nil.
+func (p *Policy) altCubin(g *group, q space.Params) []byte {
+	s := g.altCubins[q]
+	if s == nil {
+		return p.groupCubin(g, q)
+	}
+	s.once.Do(func() { s.data, _ = cache.LoadCubin(p.cubinPath, s.ref) })
+	if s.data == nil {
+		return p.groupCubin(g, q)
+	}
+	return s.data
 }
 
 func stock(source, reason string) Choice {

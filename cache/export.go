@@ -43,12 +43,21 @@ func (db *DB) Export(arch string) (*Export, error) {
 	}
 	err := db.view(func(tx *bolt.Tx) error {
 		cb := tx.Bucket(bucketCubin)
-		for _, r := range recs {
-			if r.CubinHash == "" || cb == nil {
-				continue
+		if cb == nil {
+			return nil
+		}
+		add := func(h string) {
+			if h == "" || e.Cubins[h] != nil {
+				return
 			}
-			if b := cb.Get([]byte(r.CubinHash)); b != nil {
-				e.Cubins[r.CubinHash] = append([]byte(nil), b...)
+			if b := cb.Get([]byte(h)); b != nil {
+				e.Cubins[h] = append([]byte(nil), b...)
+			}
+		}
+		for _, r := range recs {
+			add(r.CubinHash)
+			if r.Exact != nil {
+				add(r.Exact.CubinHash)
 			}
 		}
 		return nil
@@ -113,9 +122,9 @@ func (s ImportSummary) String() string {
 func (db *DB) Import(e *Export) (ImportSummary, error) {
 	var s ImportSummary
 	type prepared struct {
-		rec       Record
-		data, sum []byte
-		cubin     []byte
+		rec               Record
+		data, sum         []byte
+		cubin, exactCubin []byte
 	}
 	var todo []prepared
 	for _, r := range e.Records {
@@ -123,15 +132,15 @@ func (db *DB) Import(e *Export) (ImportSummary, error) {
 			s.Skipped = append(s.Skipped, fmt.Sprintf("%s: schema %d, this autotune reads %d", r.Key, r.Schema, SchemaVersion))
 			continue
 		}
-		var cubin []byte
-		if r.CubinHash != "" {
-			cubin = e.Cubins[r.CubinHash]
-			if cubin == nil {
-				s.Skipped = append(s.Skipped, fmt.Sprintf("%s: cubin %s missing from the export", r.Key, short(r.CubinHash)))
-				continue
-			}
-			if CubinHash(cubin) != r.CubinHash {
-				s.Skipped = append(s.Skipped, fmt.Sprintf("%s: cubin does not match its hash %s", r.Key, short(r.CubinHash)))
+		cubin, why := exportCubin(e, r.Key, "", r.CubinHash)
+		if why != "" {
+			s.Skipped = append(s.Skipped, why)
+			continue
+		}
+		var exactCubin []byte
+		if r.Exact != nil {
+			if exactCubin, why = exportCubin(e, r.Key, "exact alternative's ", r.Exact.CubinHash); why != "" {
+				s.Skipped = append(s.Skipped, why)
 				continue
 			}
 		}
@@ -139,12 +148,12 @@ func (db *DB) Import(e *Export) (ImportSummary, error) {
 			s.Skipped = append(s.Skipped, fmt.Sprintf("%s: no time", r.Key))
 			continue
 		}
-		data, sum, err := prepare(&r, cubin)
+		data, sum, err := prepare(&r, cubin, exactCubin)
 		if err != nil {
 			s.Skipped = append(s.Skipped, err.Error())
 			continue
 		}
-		todo = append(todo, prepared{r, data, sum, cubin})
+		todo = append(todo, prepared{r, data, sum, cubin, exactCubin})
 	}
 	err := db.update(func(tx *bolt.Tx) error {
 		ix, err := loadIndex(tx)
@@ -173,7 +182,7 @@ func (db *DB) Import(e *Export) (ImportSummary, error) {
 			default:
 				s.Replaced++
 			}
-			if err := putTx(tx, ix, p.rec, p.data, p.sum, p.cubin); err != nil {
+			if err := putTx(tx, ix, p.rec, p.data, p.sum, p.cubin, p.exactCubin); err != nil {
 				return err
 			}
 		}
@@ -183,4 +192,20 @@ func (db *DB) Import(e *Export) (ImportSummary, error) {
 		return ImportSummary{}, err
 	}
 	return s, nil
+}
+
+// exportCubin returns the cubin of e stored under hash ("" : none), or why
+// the record key must be skipped; what names the cubin in that line.
+func exportCubin(e *Export, k Key, what, hash string) (cubin []byte, why string) {
+	if hash == "" {
+		return nil, ""
+	}
+	cubin = e.Cubins[hash]
+	if cubin == nil {
+		return nil, fmt.Sprintf("%s: %scubin %s missing from the export", k, what, short(hash))
+	}
+	if CubinHash(cubin) != hash {
+		return nil, fmt.Sprintf("%s: %scubin does not match its hash %s", k, what, short(hash))
+	}
+	return cubin, ""
 }

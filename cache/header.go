@@ -5,27 +5,38 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/gemvtune/gemvtune/space"
 )
 
 // WriteCHeader writes a C header with one table row per record: arch,
-// format, shape and the winner's knobs, for engines that compile kernels
-// themselves. Rows are in the order given; the table ends with a row whose
-// arch is NULL.
+// format, shape, the winner's knobs and, for a winner that is not exact,
+// the knobs of the best exact variant (what GEMV_REQUIRE_EXACT=1 runs), for
+// engines that compile kernels themselves. Rows are in the order given; the
+// table ends with a row whose arch is NULL.
 func WriteCHeader(w io.Writer, recs []Record) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, `/* Tuned GEMV variants, written by "autotune export --header" (gemvtune %s).
  * Do not edit; regenerate from the cache. Knobs as in design.md: r rows per
  * warp, f launch-bounds floor, u unroll, s smem staging, w warps per block,
- * l layout (0 = raw bytes). exact = 1: bit-identical to the stock kernel. */
+ * l layout (0 = raw bytes), a activation path (0 = f32, 1 = int8 with dp4a).
+ * exact = 1: bit-identical to the stock kernel. has_exact_alt = 1: the winner
+ * is not exact and x* are the knobs of the best exact variant (the stock
+ * kernel r1 f0 u1 s0 w8 when none beat it), for GEMV_REQUIRE_EXACT=1. */
 #ifndef GEMVTUNE_TUNED_H
 #define GEMVTUNE_TUNED_H
+
+/* 2: columns a, has_exact_alt and x* added after version 1's r f u s w l exact. */
+#define GEMVTUNE_HEADER_VERSION 2
 
 typedef struct gemvtune_variant {
 	const char *arch;   /* "sm_90" */
 	const char *format; /* "q4_0" */
 	int rows, cols;
-	int r, f, u, s, w, l;
+	int r, f, u, s, w, l, a;
 	int exact;
+	int has_exact_alt;
+	int xr, xf, xu, xs, xw, xl, xa;
 } gemvtune_variant;
 
 #define GEMVTUNE_VARIANTS_LEN %d
@@ -38,10 +49,16 @@ static const gemvtune_variant gemvtune_variants[GEMVTUNE_VARIANTS_LEN + 1] = {
 		if r.Class == ClassExact {
 			exact = 1
 		}
-		fmt.Fprintf(bw, "\t{%q, %q, %d, %d, %d, %d, %d, %d, %d, %d, %d}, /* %s */\n",
-			r.Arch, r.Format, r.Rows, r.Cols, p.R, p.F, p.U, p.S, p.W, p.L, exact, comment(r.Decision))
+		alt, x, note := 0, space.Params{}, ""
+		if r.Exact != nil {
+			alt, x = 1, r.Exact.Params
+			note = "; exact: " + r.Exact.WinnerID + ": " + r.Exact.Decision
+		}
+		fmt.Fprintf(bw, "\t{%q, %q, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d}, /* %s */\n",
+			r.Arch, r.Format, r.Rows, r.Cols, p.R, p.F, p.U, p.S, p.W, p.L, p.A, exact,
+			alt, x.R, x.F, x.U, x.S, x.W, x.L, x.A, comment(r.Decision+note))
 	}
-	fmt.Fprint(bw, "\t{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},\n};\n\n#endif /* GEMVTUNE_TUNED_H */\n")
+	fmt.Fprint(bw, "\t{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},\n};\n\n#endif /* GEMVTUNE_TUNED_H */\n")
 	return bw.Flush()
 }
 

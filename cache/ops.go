@@ -21,11 +21,24 @@ func CubinHash(cubin []byte) string {
 }
 
 // Put stores rec and its winner's cubin (nil: none) in one transaction,
-// replacing the entry of the same key. It fills in Schema (must be 0 or
-// SchemaVersion), ToolVersion (if empty), Time (if zero: now), Layout
-// (= Params.L) and CubinHash, and validates the record.
-func (db *DB) Put(rec Record, cubin []byte) error {
-	data, sum, err := prepare(&rec, cubin)
+// replacing the entry of the same key. When rec has an exact alternative
+// (rec.Exact), exactCubin may follow: the alternative's cubin (at most one;
+// nil or absent: none), stored once per content like the winner's. It
+// fills in Schema (must be 0 or SchemaVersion), ToolVersion (if empty),
+// Time (if zero: now), Layout (= Params.L), CubinHash and Exact.CubinHash,
+// and validates the record.
+func (db *DB) Put(rec Record, cubin []byte, exactCubin ...[]byte) error {
+	var xc []byte
+	switch {
+	case len(exactCubin) > 1:
+		return fmt.Errorf("%w %s: Put takes at most one exact-alternative cubin, got %d", ErrBadRecord, rec.Key, len(exactCubin))
+	case len(exactCubin) == 1:
+		xc = exactCubin[0]
+	}
+	if len(xc) > 0 && rec.Exact == nil {
+		return fmt.Errorf("%w %s: a cubin for an exact alternative the record does not have", ErrBadRecord, rec.Key)
+	}
+	data, sum, err := prepare(&rec, cubin, xc)
 	if err != nil {
 		return err
 	}
@@ -34,14 +47,14 @@ func (db *DB) Put(rec Record, cubin []byte) error {
 		if err != nil {
 			return err
 		}
-		if err := putTx(tx, ix, rec, data, sum, cubin); err != nil {
+		if err := putTx(tx, ix, rec, data, sum, cubin, xc); err != nil {
 			return err
 		}
 		return ix.save(tx)
 	})
 }
 
-func prepare(rec *Record, cubin []byte) (data, sum []byte, err error) {
+func prepare(rec *Record, cubin, exactCubin []byte) (data, sum []byte, err error) {
 	if rec.Schema == 0 {
 		rec.Schema = SchemaVersion
 	}
@@ -59,6 +72,14 @@ func prepare(rec *Record, cubin []byte) (data, sum []byte, err error) {
 	if len(cubin) > 0 {
 		rec.CubinHash = CubinHash(cubin)
 	}
+	if rec.Exact != nil {
+		x := *rec.Exact // the caller's stays as it was
+		x.CubinHash = ""
+		if len(exactCubin) > 0 {
+			x.CubinHash = CubinHash(exactCubin)
+		}
+		rec.Exact = &x
+	}
 	rec.sanitize()
 	if err := rec.Validate(); err != nil {
 		return nil, nil, err
@@ -69,7 +90,7 @@ func prepare(rec *Record, cubin []byte) (data, sum []byte, err error) {
 	return data, encodeSummary(rec.Summary()), nil
 }
 
-func putTx(tx *bolt.Tx, ix *index, rec Record, data, sum, cubin []byte) error {
+func putTx(tx *bolt.Tx, ix *index, rec Record, data, sum, cubin, exactCubin []byte) error {
 	ab, err := tx.CreateBucketIfNotExists([]byte(rec.Arch))
 	if err != nil {
 		return fmt.Errorf("storing %s: %w", rec.Key, err)
@@ -79,7 +100,7 @@ func putTx(tx *bolt.Tx, ix *index, rec Record, data, sum, cubin []byte) error {
 		return fmt.Errorf("storing %s: %w", rec.Key, err)
 	}
 	sk := []byte(rec.Shape().String())
-	oldHash := storedCubinHash(fb.Get(sk))
+	oldHashes := storedCubinHashes(fb.Get(sk))
 	if err := fb.Put(sk, data); err != nil {
 		return fmt.Errorf("storing %s: %w", rec.Key, err)
 	}
@@ -89,24 +110,46 @@ func putTx(tx *bolt.Tx, ix *index, rec Record, data, sum, cubin []byte) error {
 			return err
 		}
 	}
-	if oldHash != "" {
-		return dropCubin(tx, oldHash)
+	if rec.Exact != nil && rec.Exact.CubinHash != "" {
+		if err := addCubin(tx, rec.Exact.CubinHash, exactCubin); err != nil {
+			return err
+		}
 	}
-	return nil
+	return dropCubins(tx, oldHashes)
 }
 
-// storedCubinHash reads the cubin hash of a stored record, or "".
-func storedCubinHash(v []byte) string {
+// storedCubinHashes reads the cubin hashes of a stored record (the
+// winner's, the exact alternative's), "" where none.
+func storedCubinHashes(v []byte) [2]string {
 	if v == nil {
-		return ""
+		return [2]string{}
 	}
 	var r struct {
 		H string `json:"cubin_sha256"`
+		X *struct {
+			H string `json:"cubin_sha256"`
+		} `json:"exact"`
 	}
 	if json.Unmarshal(v, &r) != nil {
-		return ""
+		return [2]string{}
 	}
-	return r.H
+	out := [2]string{r.H}
+	if r.X != nil {
+		out[1] = r.X.H
+	}
+	return out
+}
+
+// dropCubins is dropCubin for each hash that is not "".
+func dropCubins(tx *bolt.Tx, hashes [2]string) error {
+	for _, h := range hashes {
+		if h != "" {
+			if err := dropCubin(tx, h); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // addCubin stores the cubin once and counts one more record using it.
@@ -318,7 +361,7 @@ func (db *DB) Delete(k Key) error {
 		if fb == nil || fb.Get(sk) == nil {
 			return fmt.Errorf("%s: %w", k, ErrNotFound)
 		}
-		hash := storedCubinHash(fb.Get(sk))
+		hashes := storedCubinHashes(fb.Get(sk))
 		if err := fb.Delete(sk); err != nil {
 			return err
 		}
@@ -330,10 +373,8 @@ func (db *DB) Delete(k Key) error {
 		if err := ix.save(tx); err != nil {
 			return err
 		}
-		if hash != "" {
-			if err := dropCubin(tx, hash); err != nil {
-				return err
-			}
+		if err := dropCubins(tx, hashes); err != nil {
+			return err
 		}
 		return pruneEmpty(tx, k)
 	})

@@ -31,6 +31,34 @@ type rawSummary struct {
 	SourceHash   []byte
 	ToolVersion  []byte
 	CubinHash    []byte
+	Exact        rawExact
+}
+
+// rawExact is an ExactSummary whose strings alias the encoded bytes.
+type rawExact struct {
+	Present    bool
+	Params     space.Params
+	Kept       bool
+	MedianUS   float64
+	GBs        float64
+	PctCeiling float64
+	Speedup    float64
+	P          float64
+	Decision   []byte
+	CubinHash  []byte
+}
+
+func (x *rawExact) summary() ExactSummary {
+	if !x.Present {
+		return ExactSummary{}
+	}
+	return ExactSummary{Present: true, Params: x.Params, Kept: x.Kept, Decision: string(x.Decision), MedianUS: x.MedianUS,
+		GBs: x.GBs, PctCeiling: x.PctCeiling, Speedup: x.Speedup, P: x.P, CubinHash: string(x.CubinHash)}
+}
+
+func (x *rawExact) set(e ExactSummary) {
+	*x = rawExact{Present: e.Present, Params: e.Params, Kept: e.Kept, MedianUS: e.MedianUS, GBs: e.GBs,
+		PctCeiling: e.PctCeiling, Speedup: e.Speedup, P: e.P, Decision: []byte(e.Decision), CubinHash: []byte(e.CubinHash)}
 }
 
 // Key returns the summary's key.
@@ -45,7 +73,7 @@ func (s *rawSummary) summary(intern func([]byte) string) Summary {
 		Key: s.Key(), Schema: s.Schema, Params: s.Params, Class: s.Class, Decision: string(s.Decision),
 		MedianUS: s.MedianUS, GBs: s.GBs, PctCeiling: s.PctCeiling, Speedup: s.Speedup, P: s.P,
 		Throttled: s.Throttled, Time: s.Time, GPUName: intern(s.GPUName), SourceHash: intern(s.SourceHash),
-		ToolVersion: intern(s.ToolVersion), CubinHash: intern(s.CubinHash),
+		ToolVersion: intern(s.ToolVersion), CubinHash: intern(s.CubinHash), Exact: s.Exact.summary(),
 	}
 }
 
@@ -57,6 +85,7 @@ func (s *rawSummary) setSummary(sum Summary) {
 		Speedup: sum.Speedup, P: sum.P, Time: sum.Time, Decision: []byte(sum.Decision), GPUName: []byte(sum.GPUName),
 		SourceHash: []byte(sum.SourceHash), ToolVersion: []byte(sum.ToolVersion), CubinHash: []byte(sum.CubinHash),
 	}
+	s.Exact.set(sum.Exact)
 }
 
 // Offsets in an encoded summary (see encodeSummary).
@@ -115,6 +144,7 @@ func decodeRaw(b []byte, s *rawSummary) error {
 	if len(rest) != 0 {
 		return decodeRawChecked(b, s)
 	}
+	s.Exact.Present = false
 	return nil
 }
 
@@ -154,12 +184,12 @@ func paramsOK(p *space.Params) bool {
 func decodeRawChecked(b []byte, s *rawSummary) error {
 	d := decoder{b: b}
 	v := d.u8()
-	if v != summaryVersion && v != summaryVersion2 {
+	if v != summaryVersion && v != summaryVersion2 && v != summaryVersion3 {
 		return fmt.Errorf("%w: summary version %d", ErrBadRecord, v)
 	}
 	s.Schema = int(d.u16())
 	s.Params = space.Params{R: int(d.u16()), F: int(d.u16()), U: int(d.u16()), S: int(d.u16()), W: int(d.u16()), L: int(d.u16())}
-	if v == summaryVersion2 {
+	if v >= summaryVersion2 {
 		s.Params.A = int(d.u16())
 	}
 	flags := d.u8()
@@ -182,6 +212,25 @@ func decodeRawChecked(b []byte, s *rawSummary) error {
 	s.SourceHash = d.bytes(int(d.u16()))
 	s.ToolVersion = d.bytes(int(d.u16()))
 	s.CubinHash = d.bytes(int(d.u16()))
+	s.Exact = rawExact{}
+	if v == summaryVersion3 {
+		x := &s.Exact
+		x.Present = true
+		x.Params = space.Params{R: int(d.u16()), F: int(d.u16()), U: int(d.u16()), S: int(d.u16()), W: int(d.u16()),
+			L: int(d.u16()), A: int(d.u16())}
+		xf := d.u8()
+		if xf&^1 != 0 && d.err == nil {
+			return fmt.Errorf("%w: exact alternative flags %#x", ErrBadRecord, xf)
+		}
+		x.Kept = xf&1 != 0
+		x.MedianUS = math.Float64frombits(d.u64())
+		x.GBs = math.Float64frombits(d.u64())
+		x.PctCeiling = math.Float64frombits(d.u64())
+		x.Speedup = math.Float64frombits(d.u64())
+		x.P = math.Float64frombits(d.u64())
+		x.Decision = d.bytes(int(d.u16()))
+		x.CubinHash = d.bytes(int(d.u16()))
+	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %w", ErrBadRecord, d.err)
 	}
@@ -191,6 +240,11 @@ func decodeRawChecked(b []byte, s *rawSummary) error {
 	if s.Schema == SchemaVersion {
 		if err := s.Params.Validate(); err != nil {
 			return fmt.Errorf("%w: %w", ErrBadRecord, err)
+		}
+		if s.Exact.Present {
+			if err := s.Exact.Params.Validate(); err != nil {
+				return fmt.Errorf("%w: exact alternative: %w", ErrBadRecord, err)
+			}
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package cache
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -61,7 +62,30 @@ type Record struct {
 	ClockNotes  string    `json:"clock_notes,omitempty"` // NVML clocks/reasons before and after
 	CubinHash   string    `json:"cubin_sha256,omitempty"`
 
+	// Exact is the best exact-class choice when the winner is not exact
+	// (what an engine that sets GEMV_REQUIRE_EXACT=1 gets); nil otherwise,
+	// and in records written before it existed. The field is optional in
+	// schema 1: readers that do not know it ignore it.
+	Exact *Alternative `json:"exact,omitempty"`
+
 	Candidates []Candidate `json:"candidates,omitempty"` // every candidate measured or excluded
+}
+
+// Alternative is a second decision of a record, among its exact-class
+// candidates only, against the same stock measurement. When stock was kept
+// (Kept), WinnerID is "v1" and the figures are stock's.
+type Alternative struct {
+	WinnerID   string       `json:"winner"`     // canonical ID or "v1"
+	Params     space.Params `json:"params"`     // its knobs
+	Class      string       `json:"class"`      // always "exact"
+	Kept       bool         `json:"kept_stock"` // no exact variant beat stock significantly
+	Decision   string       `json:"decision"`   // e.g. "r2f3u1s0w8: +41.0 % over v1 (p=0.0001)"
+	MedianUS   float64      `json:"median_us"`
+	GBs        float64      `json:"gbs"`
+	PctCeiling float64      `json:"pct_ceiling"`
+	Speedup    float64      `json:"speedup"` // stock median / its median (1 when stock kept)
+	P          float64      `json:"p"`       // Mann–Whitney U p-value vs stock
+	CubinHash  string       `json:"cubin_sha256,omitempty"`
 }
 
 // Candidate summarises one variant tried for a record (what autotune report
@@ -171,6 +195,37 @@ func (r Record) Validate() error {
 			return fmt.Errorf("%w %s: %s = %v", ErrBadRecord, r.Key, name, v)
 		}
 	}
+	if r.Exact != nil {
+		if err := r.Exact.validate(r.Class); err != nil {
+			return fmt.Errorf("%w %s: exact alternative: %w", ErrBadRecord, r.Key, err)
+		}
+	}
+	return nil
+}
+
+// validate checks an alternative of a record of class winnerClass.
+func (a *Alternative) validate(winnerClass string) error {
+	if winnerClass == ClassExact {
+		return errors.New("the winner is exact already")
+	}
+	p, err := space.Parse(a.WinnerID)
+	if err != nil {
+		return err
+	}
+	if p != a.Params {
+		return fmt.Errorf("winner %s but params %s", a.WinnerID, a.Params.ID())
+	}
+	if a.Class != ClassExact {
+		return fmt.Errorf("class %q: want exact", a.Class)
+	}
+	if a.Kept && !p.IsStock() {
+		return fmt.Errorf("kept stock but names %s", a.WinnerID)
+	}
+	for _, v := range [...]float64{a.MedianUS, a.GBs, a.PctCeiling, a.Speedup, a.P} {
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("figure %v", v)
+		}
+	}
 	return nil
 }
 
@@ -189,6 +244,13 @@ func (r *Record) sanitize() {
 	}
 	if r.Candidates != nil {
 		r.Candidates = cs
+	}
+	if r.Exact != nil {
+		a := *r.Exact
+		for _, f := range []*float64{&a.MedianUS, &a.GBs, &a.PctCeiling, &a.Speedup, &a.P} {
+			finite(f)
+		}
+		r.Exact = &a
 	}
 }
 

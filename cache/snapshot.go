@@ -46,11 +46,13 @@ func (db *DB) Snapshot(cubins bool) (*Snapshot, error) {
 			return nil
 		}
 		for _, sum := range s.Summaries {
-			if sum.CubinHash == "" || s.Cubins[sum.CubinHash] != nil {
-				continue
-			}
-			if b := cb.Get([]byte(sum.CubinHash)); b != nil {
-				s.Cubins[sum.CubinHash] = bytes.Clone(b)
+			for _, h := range [...]string{sum.CubinHash, sum.Exact.CubinHash} {
+				if h == "" || s.Cubins[h] != nil {
+					continue
+				}
+				if b := cb.Get([]byte(h)); b != nil {
+					s.Cubins[h] = bytes.Clone(b)
+				}
 			}
 		}
 		return nil

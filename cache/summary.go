@@ -29,6 +29,25 @@ type Summary struct {
 	SourceHash  string
 	ToolVersion string
 	CubinHash   string
+	// Exact is the record's exact alternative (Record.Exact); its Present
+	// is false when there is none.
+	Exact ExactSummary
+}
+
+// ExactSummary is what an engine needs of a record's exact alternative
+// (Record.Exact): the variant, the decision and its evidence, the cubin.
+// The zero value (Present false) means the record has none.
+type ExactSummary struct {
+	Present    bool
+	Params     space.Params // space.Stock when Kept
+	Kept       bool         // no exact variant beat stock: stock is the exact choice
+	Decision   string
+	MedianUS   float64
+	GBs        float64
+	PctCeiling float64
+	Speedup    float64
+	P          float64
+	CubinHash  string
 }
 
 // Summary returns r's summary.
@@ -37,8 +56,16 @@ func (r Record) Summary() Summary {
 		Key: r.Key, Schema: r.Schema, Params: r.Params, Class: r.Class, Decision: r.Decision,
 		MedianUS: r.MedianUS, GBs: r.GBs, PctCeiling: r.PctCeiling, Speedup: r.Speedup, P: r.P,
 		Throttled: r.Throttled, Time: r.Time, GPUName: r.GPUName, SourceHash: r.SourceHash,
-		ToolVersion: r.ToolVersion, CubinHash: r.CubinHash,
+		ToolVersion: r.ToolVersion, CubinHash: r.CubinHash, Exact: r.Exact.summary(),
 	}
+}
+
+func (a *Alternative) summary() ExactSummary {
+	if a == nil {
+		return ExactSummary{}
+	}
+	return ExactSummary{Present: true, Params: a.Params, Kept: a.Kept, Decision: a.Decision, MedianUS: a.MedianUS,
+		GBs: a.GBs, PctCeiling: a.PctCeiling, Speedup: a.Speedup, P: a.P, CubinHash: a.CubinHash}
 }
 
 // Stale is Record.Stale for a summary.
@@ -51,20 +78,30 @@ func (s Summary) Stale(currentSourceHash, toolVersion string) (stale bool, why s
 // Version 2 (written only when Params.A, the activation-path knob, is not
 // 0, so that summaries of other variants stay readable by older readers)
 // has A as a seventh u16 after L.
+//
+// Version 3 (written only when the record has an exact alternative) is
+// version 2 followed by the alternative: seven u16 knobs, u8 flags (1 =
+// kept stock), five f64 (median µs, GB/s, % of ceiling, speedup, p), then
+// u16-length strings decision and cubin hash.
 const (
 	summaryVersion  = 1
 	summaryVersion2 = 2
+	summaryVersion3 = 3
 )
 
 var errShortSummary = errors.New("summary truncated")
 
 // encodeSummary writes s (without its key, which is the index key).
 func encodeSummary(s Summary) []byte {
-	b := make([]byte, 0, 128+len(s.Decision)+len(s.GPUName)+len(s.SourceHash)+len(s.ToolVersion)+len(s.CubinHash))
+	b := make([]byte, 0, 128+len(s.Exact.Decision)+len(s.Exact.CubinHash)+len(s.Decision)+len(s.GPUName)+len(s.SourceHash)+len(s.ToolVersion)+len(s.CubinHash))
 	knobs := []int{s.Params.R, s.Params.F, s.Params.U, s.Params.S, s.Params.W, s.Params.L}
-	if s.Params.A == 0 {
+	switch {
+	case s.Exact.Present:
+		b = append(b, summaryVersion3)
+		knobs = append(knobs, s.Params.A)
+	case s.Params.A == 0:
 		b = append(b, summaryVersion)
-	} else {
+	default:
 		b = append(b, summaryVersion2)
 		knobs = append(knobs, s.Params.A)
 	}
@@ -88,7 +125,28 @@ func encodeSummary(s Summary) []byte {
 		t = s.Time.UnixNano()
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(t))
-	for _, str := range []string{s.Decision, s.GPUName, s.SourceHash, s.ToolVersion, s.CubinHash} {
+	b = appendStrings(b, s.Decision, s.GPUName, s.SourceHash, s.ToolVersion, s.CubinHash)
+	if x := &s.Exact; x.Present {
+		q := x.Params
+		for _, v := range [...]int{q.R, q.F, q.U, q.S, q.W, q.L, q.A} {
+			b = binary.LittleEndian.AppendUint16(b, uint16(v))
+		}
+		var xf byte
+		if x.Kept {
+			xf |= 1
+		}
+		b = append(b, xf)
+		for _, f := range [...]float64{x.MedianUS, x.GBs, x.PctCeiling, x.Speedup, x.P} {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+		}
+		b = appendStrings(b, x.Decision, x.CubinHash)
+	}
+	return b
+}
+
+// appendStrings appends each string with a u16 length (cut at 65535 bytes).
+func appendStrings(b []byte, strs ...string) []byte {
+	for _, str := range strs {
 		if len(str) > math.MaxUint16 {
 			str = str[:math.MaxUint16]
 		}

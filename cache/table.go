@@ -32,9 +32,20 @@ import (
 //	u32 text length, text (every decision, each stored once)
 //	records, tableRecSize bytes each (offsets rArch ... rTime below)
 //
-// Writers write version 2 whenever every summary fits a record (see
-// tableBuilder.add), else version 1. Both are read.
-const indexVersion2 = 2
+// Version 3 is version 2 followed by the exact alternatives (Summary.Exact)
+// of the records that have one (record flag recExact), in record order:
+//
+//	u32 alternative count (at least 1)
+//	alternatives, tableAltSize bytes each (offsets aRec ... aFig below)
+//
+// Writers write version 3 when some summary has an exact alternative,
+// version 2 when none has (so that older readers still read it), both
+// whenever every summary fits a record (see tableBuilder.add), else version
+// 1. All three are read.
+const (
+	indexVersion2 = 2
+	indexVersion3 = 3
+)
 
 // A record of a Table: string fields are indexes into Table.strs.
 const (
@@ -44,7 +55,7 @@ const (
 	rCols   = 8  // u32
 	rSchema = 12 // u16
 	rParams = 14 // 7 × u8: R, F, U, S, W, L, A
-	rFlags  = 21 // u8: recTolerance, recThrottled, recSide
+	rFlags  = 21 // u8: recTolerance, recThrottled, recSide, recExact
 	rGPU    = 22 // u16
 	rSource = 24 // u16
 	rTool   = 26 // u16
@@ -57,11 +68,28 @@ const (
 	tableRecSize = 84
 )
 
+// An exact alternative of a version 3 Table; the string and text
+// references are those of the records.
+const (
+	aRec    = 0  // u32: index of the record it belongs to
+	aParams = 4  // 7 × u8: R, F, U, S, W, L, A
+	aFlags  = 11 // u8: altKept
+	aCubin  = 12 // u16
+	aDecLen = 14 // u16
+	aDecOff = 16 // u32 into Table.text
+	aFig    = 20 // 5 × f64: median µs, GB/s, % of ceiling, speedup, p
+
+	tableAltSize = 60
+
+	altKept = 1 // the alternative kept stock
+)
+
 // Record flags.
 const (
 	recTolerance = 1 << iota // class tolerance (else exact)
 	recThrottled
-	recSide // the summary is in Table.side (in memory only)
+	recSide  // the summary is in Table.side (in memory only)
+	recExact // the record has an exact alternative (version 3)
 )
 
 // paramsFields is the number of knobs in space.Params; records hold 7.
@@ -77,9 +105,11 @@ const noRef = math.MaxUint16
 // do not allocate. ReadTable makes one.
 type Table struct {
 	n      int
-	recs   []byte    // n × tableRecSize
-	strs   []string  // shared strings
-	text   string    // decisions
+	recs   []byte   // n × tableRecSize
+	strs   []string // shared strings
+	text   string   // decisions
+	alts   []byte   // nalt × tableAltSize, by record index
+	nalt   int
 	side   []Summary // summaries that do not fit a record (in memory only)
 	bad    []BadEntry
 	cubins map[string]CubinRef // where each cubin a record names lies in the file
@@ -207,11 +237,12 @@ func checkIndex(b []byte) (n int, ok bool) {
 	return n, len(d.b) == 0
 }
 
-// parseTable reads a version 2 index; false if b is not one or does not
-// check out (then the index is read as version 1 or rebuilt).
+// parseTable reads a version 2 or 3 index; false if b is not one or does
+// not check out (then the index is read as version 1 or rebuilt).
 func parseTable(b []byte) (*Table, bool) {
 	d := decoder{b: b}
-	if d.u8() != indexVersion2 {
+	v := d.u8()
+	if v != indexVersion2 && v != indexVersion3 {
 		return nil, false
 	}
 	n := int(d.u32())
@@ -225,11 +256,22 @@ func parseTable(b []byte) (*Table, bool) {
 	}
 	text := d.bytes(int(d.u32()))
 	recs := d.bytes(n * tableRecSize)
+	var alts []byte
+	if v == indexVersion3 {
+		t.nalt = int(d.u32())
+		if d.err != nil || t.nalt < 1 || t.nalt > n {
+			return nil, false
+		}
+		alts = d.bytes(t.nalt * tableAltSize)
+	}
 	if d.err != nil || len(d.b) != 0 {
 		return nil, false
 	}
 	t.text = string(text)
 	t.recs = bytes.Clone(recs)
+	if alts != nil {
+		t.alts = bytes.Clone(alts)
+	}
 	if !t.check() {
 		return nil, false
 	}
@@ -258,8 +300,15 @@ func (t *Table) check() bool {
 	}
 	m := knobMasks()
 	textLen := uint64(len(t.text))
-	const flags = recTolerance | recThrottled
+	var flags byte = recTolerance | recThrottled
+	if t.nalt > 0 {
+		flags |= recExact
+	}
 	le := binary.LittleEndian
+	if !t.checkAlts(m) {
+		return false
+	}
+	nExact := 0
 	for i := 0; i < t.n; i++ {
 		r := (*[tableRecSize]byte)(t.recs[i*tableRecSize:])
 		arch, format := le.Uint16(r[rArch:]), le.Uint16(r[rFormat:])
@@ -269,6 +318,9 @@ func (t *Table) check() bool {
 		if int(maxRef) >= ns || rows-1 >= space.MaxDim || cols-1 >= space.MaxDim || decEnd > textLen || r[rFlags]&^flags != 0 ||
 			names[arch] != 1 && !nameOK(arch, 0, validArch) || names[ns+int(format)] != 1 && !nameOK(format, 1, validFormatName) {
 			return false
+		}
+		if r[rFlags]&recExact != 0 {
+			nExact++
 		}
 		if le.Uint16(r[rSchema:]) != SchemaVersion {
 			continue
@@ -284,20 +336,58 @@ func (t *Table) check() bool {
 			return false
 		}
 	}
+	return nExact == t.nalt
+}
+
+// checkAlts validates the exact alternatives of a parsed version 3 table:
+// in strictly increasing record order, each of a record flagged recExact
+// (check counts those), references in range, knobs valid for a record of
+// this schema.
+func (t *Table) checkAlts(m []uint64) bool {
+	le := binary.LittleEndian
+	prev := -1
+	for k := 0; k < t.nalt; k++ {
+		a := t.alt(k)
+		i := int(le.Uint32(a[aRec:]))
+		if i <= prev || i >= t.n || t.rec(i)[rFlags]&recExact == 0 || a[aFlags]&^altKept != 0 ||
+			int(le.Uint16(a[aCubin:])) >= len(t.strs) ||
+			uint64(le.Uint32(a[aDecOff:]))+uint64(le.Uint16(a[aDecLen:])) > uint64(len(t.text)) {
+			return false
+		}
+		prev = i
+		if le.Uint16(t.rec(i)[rSchema:]) != SchemaVersion {
+			continue
+		}
+		p := (*[7]byte)(a[aParams:])
+		if m == nil || p[0]|p[1]|p[2]|p[3]|p[4]|p[5]|p[6] > 63 {
+			if q := altParams(a); !paramsOK(&q) {
+				return false
+			}
+			continue
+		}
+		if (m[0]>>p[0])&(m[1]>>p[1])&(m[2]>>p[2])&(m[3]>>p[3])&(m[4]>>p[4])&(m[5]>>p[5])&(m[6]>>p[6])&1 == 0 {
+			return false
+		}
+	}
 	return true
 }
 
-// encode writes t as a version 2 index; false if t holds a side record.
+// encode writes t as a version 2 index, or version 3 if a record has an
+// exact alternative; false if t holds a side record.
 func (t *Table) encode() ([]byte, bool) {
 	if len(t.side) > 0 {
 		return nil, false
 	}
-	size := 1 + 4 + 2 + 4 + len(t.text) + len(t.recs)
+	size := 1 + 4 + 2 + 4 + len(t.text) + len(t.recs) + 4 + len(t.alts)
 	for _, s := range t.strs {
 		size += 2 + len(s)
 	}
 	b := make([]byte, 0, size)
-	b = append(b, indexVersion2)
+	v := byte(indexVersion2)
+	if t.nalt > 0 {
+		v = indexVersion3
+	}
+	b = append(b, v)
 	b = binary.LittleEndian.AppendUint32(b, uint32(t.n))
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(t.strs)))
 	for _, s := range t.strs {
@@ -306,7 +396,12 @@ func (t *Table) encode() ([]byte, bool) {
 	}
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(t.text)))
 	b = append(b, t.text...)
-	return append(b, t.recs...), true
+	b = append(b, t.recs...)
+	if t.nalt > 0 {
+		b = binary.LittleEndian.AppendUint32(b, uint32(t.nalt))
+		b = append(b, t.alts...)
+	}
+	return b, true
 }
 
 // locateCubins finds where each cubin the records name lies in the file.
@@ -336,10 +431,20 @@ func (t *Table) locateCubins(tx *bolt.Tx) {
 	for i := 0; i < t.n; i++ {
 		r := t.rec(i)
 		if r[rFlags]&recSide != 0 {
-			locate(t.side[le.Uint32(r[rDecOff:])].CubinHash)
+			s := &t.side[le.Uint32(r[rDecOff:])]
+			locate(s.CubinHash)
+			if s.Exact.Present {
+				locate(s.Exact.CubinHash)
+			}
 			continue
 		}
 		if c := le.Uint16(r[rCubin:]); !seen[c] {
+			seen[c] = true
+			locate(t.strs[c])
+		}
+	}
+	for k := 0; k < t.nalt; k++ {
+		if c := le.Uint16(t.alt(k)[aCubin:]); !seen[c] {
 			seen[c] = true
 			locate(t.strs[c])
 		}
@@ -354,6 +459,49 @@ func recParams(r *[tableRecSize]byte) space.Params {
 
 func (t *Table) rec(i int) []byte {
 	return t.recs[i*tableRecSize : (i+1)*tableRecSize : (i+1)*tableRecSize]
+}
+
+func (t *Table) alt(k int) []byte {
+	return t.alts[k*tableAltSize : (k+1)*tableAltSize : (k+1)*tableAltSize]
+}
+
+// altParams reads an alternative's knobs.
+func altParams(a []byte) space.Params {
+	p := a[aParams : aParams+7]
+	return space.Params{R: int(p[0]), F: int(p[1]), U: int(p[2]), S: int(p[3]), W: int(p[4]), L: int(p[5]), A: int(p[6])}
+}
+
+// exact returns record i's exact alternative (a binary search: the
+// alternatives are in record order).
+func (t *Table) exact(i int) ExactSummary {
+	le := binary.LittleEndian
+	lo, hi := 0, t.nalt
+	for lo < hi {
+		k := int(uint(lo+hi) >> 1)
+		if int(le.Uint32(t.alts[k*tableAltSize+aRec:])) < i {
+			lo = k + 1
+		} else {
+			hi = k
+		}
+	}
+	if lo == t.nalt {
+		return ExactSummary{}
+	}
+	a := t.alt(lo)
+	if int(le.Uint32(a[aRec:])) != i {
+		return ExactSummary{}
+	}
+	off := le.Uint32(a[aDecOff:])
+	return ExactSummary{
+		Present: true, Params: altParams(a), Kept: a[aFlags]&altKept != 0,
+		Decision:   t.text[off : off+uint32(le.Uint16(a[aDecLen:]))],
+		MedianUS:   math.Float64frombits(le.Uint64(a[aFig:])),
+		GBs:        math.Float64frombits(le.Uint64(a[aFig+8:])),
+		PctCeiling: math.Float64frombits(le.Uint64(a[aFig+16:])),
+		Speedup:    math.Float64frombits(le.Uint64(a[aFig+24:])),
+		P:          math.Float64frombits(le.Uint64(a[aFig+32:])),
+		CubinHash:  t.strs[le.Uint16(a[aCubin:])],
+	}
 }
 
 // Len returns the number of summaries.
@@ -414,6 +562,9 @@ func (t *Table) Summary(i int) Summary {
 	s.Decision = t.text[off : off+uint32(le.Uint16(r[rDecLen:]))]
 	if ns := int64(le.Uint64(r[rTime:])); ns != 0 {
 		s.Time = time.Unix(0, ns).UTC()
+	}
+	if r[rFlags]&recExact != 0 {
+		s.Exact = t.exact(i)
 	}
 	return s
 }
@@ -500,6 +651,13 @@ func (b *tableBuilder) add(s *rawSummary) {
 		fits = fits && v >= 0 && v <= math.MaxUint8
 	}
 	fits = fits && paramsFields == 7 // else a knob would be lost
+	x := &s.Exact
+	if x.Present {
+		fits = fits && len(x.Decision) <= math.MaxUint16 && b.text.Len()+len(s.Decision)+len(x.Decision) <= math.MaxUint32
+		for _, v := range [...]int{x.Params.R, x.Params.F, x.Params.U, x.Params.S, x.Params.W, x.Params.L, x.Params.A} {
+			fits = fits && v >= 0 && v <= math.MaxUint8
+		}
+	}
 	var ok bool
 	if refs[0], ok = b.internStr(s.Arch); !ok {
 		fits, refs[0] = false, noRef
@@ -511,6 +669,10 @@ func (b *tableBuilder) add(s *rawSummary) {
 		if fits {
 			refs[2+i], fits = b.intern(str)
 		}
+	}
+	var xCubin uint16
+	if fits && x.Present {
+		xCubin, fits = b.intern(x.CubinHash)
 	}
 	var ns int64
 	if s.Time != (time.Time{}) {
@@ -543,6 +705,10 @@ func (b *tableBuilder) add(s *rawSummary) {
 	if s.Throttled {
 		flags |= recThrottled
 	}
+	if x.Present {
+		flags |= recExact
+		b.addExact(t.n-1, x, xCubin)
+	}
 	r[rFlags] = flags
 	le.PutUint16(r[rGPU:], refs[2])
 	le.PutUint16(r[rSource:], refs[3])
@@ -554,6 +720,29 @@ func (b *tableBuilder) add(s *rawSummary) {
 		le.PutUint64(r[rFig+8*i:], math.Float64bits(f))
 	}
 	le.PutUint64(r[rTime:], uint64(ns))
+}
+
+// addExact appends the exact alternative x of record i.
+func (b *tableBuilder) addExact(i int, x *rawExact, cubin uint16) {
+	t := b.t
+	t.alts = slices.Grow(t.alts, tableAltSize)[:(t.nalt+1)*tableAltSize]
+	a := t.alt(t.nalt)
+	t.nalt++
+	le := binary.LittleEndian
+	le.PutUint32(a[aRec:], uint32(i))
+	p := a[aParams : aParams+7]
+	q := &x.Params
+	p[0], p[1], p[2], p[3], p[4], p[5], p[6] = byte(q.R), byte(q.F), byte(q.U), byte(q.S), byte(q.W), byte(q.L), byte(q.A)
+	a[aFlags] = 0
+	if x.Kept {
+		a[aFlags] = altKept
+	}
+	le.PutUint16(a[aCubin:], cubin)
+	le.PutUint16(a[aDecLen:], uint16(len(x.Decision)))
+	le.PutUint32(a[aDecOff:], b.decision(x.Decision))
+	for i, f := range [...]float64{x.MedianUS, x.GBs, x.PctCeiling, x.Speedup, x.P} {
+		le.PutUint64(a[aFig+8*i:], math.Float64bits(f))
+	}
 }
 
 // decision stores d in the text once and returns its offset.

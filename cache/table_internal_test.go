@@ -15,8 +15,13 @@ import (
 )
 
 // tableCache writes n records (a few archs, formats and cubins, one stale
-// schema) and returns the path.
-func tableCache(t testing.TB, n int) string {
+// schema; some tolerance-class records with exact alternatives) and
+// returns the path.
+func tableCache(t testing.TB, n int) string { return tableCacheWith(t, n, true) }
+
+// tableCacheWith is tableCache; without alts no record has an exact
+// alternative (the index is then written as version 2).
+func tableCacheWith(t testing.TB, n int, alts bool) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tune.db")
 	db, err := Open(path, nil)
@@ -43,6 +48,21 @@ func tableCache(t testing.TB, n int) string {
 					cubin := testCubin(arch, format, p)
 					r.CubinHash = CubinHash(cubin)
 					e.Cubins[r.CubinHash] = cubin
+				}
+				if alts && class == ClassTolerance && i%5 != 1 {
+					x := &Alternative{WinnerID: "v1", Params: space.Stock, Class: ClassExact, Kept: true,
+						Decision: "kept v1: no verified variant is faster", MedianUS: 50, GBs: 1000, PctCeiling: 22, Speedup: 1, P: 1}
+					if i%3 != 0 {
+						q := space.Params{R: []int{2, 3, 4}[i%3], F: 1, U: 2, W: 4}
+						x = &Alternative{WinnerID: q.ID(), Params: q, Class: ClassExact, Decision: fmt.Sprintf("%s: +%d %% over v1", q.ID(), i%40),
+							MedianUS: 30 * rng.Float64(), GBs: 3000 * rng.Float64(), PctCeiling: 60, Speedup: 1.4, P: 0.001}
+						if i%2 == 0 {
+							cubin := testCubin(arch, format, q)
+							x.CubinHash = CubinHash(cubin)
+							e.Cubins[x.CubinHash] = cubin
+						}
+					}
+					r.Exact = x
 				}
 				e.Records = append(e.Records, r)
 			}
@@ -103,13 +123,24 @@ func tableSummaries(t testing.TB, path string) []Summary {
 	return out
 }
 
-// TestTableVersions: writers store version 2; a version 1 index, and an
-// unreadable one (rebuilt from the records), read the same.
+// TestTableVersions: writers store version 2 (version 3 when a record has
+// an exact alternative); a version 1 index, and an unreadable one (rebuilt
+// from the records), read the same.
 func TestTableVersions(t *testing.T) {
-	path := tableCache(t, 120)
+	for _, alts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("alternatives=%v", alts), func(t *testing.T) { testTableVersions(t, alts) })
+	}
+}
+
+func testTableVersions(t *testing.T, alts bool) {
+	path := tableCacheWith(t, 120, alts)
 	v2 := rawIndex(t, path)
-	if v2[0] != indexVersion2 {
-		t.Fatalf("index version %d; want %d", v2[0], indexVersion2)
+	version := byte(indexVersion2)
+	if alts {
+		version = indexVersion3
+	}
+	if v2[0] != version {
+		t.Fatalf("index version %d; want %d", v2[0], version)
 	}
 	if _, ok := parseTable(v2); !ok {
 		t.Fatal("a writer's version 2 index does not parse")
@@ -117,6 +148,32 @@ func TestTableVersions(t *testing.T) {
 	want := tableSummaries(t, path)
 	if len(want) != 120 {
 		t.Fatalf("%d summaries; want 120", len(want))
+	}
+	nx := 0
+	for _, s := range want {
+		if s.Exact.Present {
+			nx++
+		}
+	}
+	if alts != (nx > 0) {
+		t.Fatalf("%d summaries with an exact alternative (alternatives %v)", nx, alts)
+	}
+	ro, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := ro.All("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bySummary := map[Key]Summary{}
+	for _, s := range want {
+		bySummary[s.Key] = s
+	}
+	for _, r := range recs {
+		if got := bySummary[r.Key]; got != r.Summary() {
+			t.Fatalf("%s: table summary %+v\nwant %+v", r.Key, got, r.Summary())
+		}
 	}
 	ix, err := parseIndex(v2)
 	if err != nil {
@@ -186,7 +243,20 @@ func FuzzParseTable(f *testing.F) {
 	}
 	b, _ := tb.finish().encode()
 	f.Add(b)
+	tb = newTableBuilder(2)
+	for _, s := range []Summary{
+		{Key: Key{"sm_90", "q4_0", 64, 256}, Schema: 1, Params: space.Params{R: 2, U: 1, W: 8, A: 1}, Class: ClassTolerance, Decision: "a1 won",
+			Exact: ExactSummary{Present: true, Params: space.Params{R: 4, U: 2, W: 8}, Decision: "r4 won", MedianUS: 3, CubinHash: "cd"}},
+		{Key: Key{"sm_90", "q4_0", 64, 512}, Schema: 1, Params: space.Params{R: 2, U: 1, W: 8, A: 1}, Class: ClassTolerance,
+			Exact: ExactSummary{Present: true, Params: space.Stock, Kept: true, Decision: "kept v1", Speedup: 1, P: 1}},
+		{Key: Key{"sm_80", "bf16", 8, 8}, Schema: 1, Params: space.Stock, Class: ClassExact},
+	} {
+		tb.addSummary(s)
+	}
+	b, _ = tb.finish().encode()
+	f.Add(b)
 	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		tb, ok := parseTable(b)
@@ -249,6 +319,13 @@ func TestLoadCubin(t *testing.T) {
 			t.Fatalf("cubin of %s not located: %+v", s.Key, ref)
 		}
 		want := testCubin(s.Arch, s.Format, s.Params)
+		if x := s.Exact; x.Present && x.CubinHash != "" {
+			xref, ok := tb.Cubin(x.CubinHash)
+			if got, err := LoadCubin(path, xref); !ok || err != nil || !bytes.Equal(got, testCubin(s.Arch, s.Format, x.Params)) {
+				t.Errorf("exact alternative's cubin of %s: %q, %v, %v", s.Key, got, ok, err)
+			}
+			n++
+		}
 		if got, err := LoadCubin(path, ref); err != nil || !bytes.Equal(got, want) {
 			t.Errorf("LoadCubin = %q, %v; want %q", got, err, want)
 		}
@@ -273,8 +350,22 @@ func TestLoadCubin(t *testing.T) {
 	}
 }
 
-// BenchmarkReadTable reads a 10 000-record cache.
+// BenchmarkReadTable reads a 10 000-record cache without exact
+// alternatives (a version 2 index).
 func BenchmarkReadTable(b *testing.B) {
+	path := tableCacheWith(b, 10000, false)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ReadTable(path, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadTableExactAlt reads a 10 000-record cache where most
+// tolerance-class records have an exact alternative (a version 3 index).
+func BenchmarkReadTableExactAlt(b *testing.B) {
 	path := tableCache(b, 10000)
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -287,7 +378,7 @@ func BenchmarkReadTable(b *testing.B) {
 
 // BenchmarkReadTableV1 reads the same cache with a version 1 index.
 func BenchmarkReadTableV1(b *testing.B) {
-	path := tableCache(b, 10000)
+	path := tableCacheWith(b, 10000, false)
 	ix, err := parseIndex(rawIndex(b, path))
 	if err != nil {
 		b.Fatal(err)

@@ -22,7 +22,9 @@ func init() {
 const showUsage = `usage: autotune show [--arch sm_XY] [--cache PATH]
 
 Lists every tuned (arch, format, shape): winner, class, median µs, GB/s,
-% of the read ceiling, speedup over v1, and whether the record is stale.
+% of the read ceiling, speedup over v1, the best exact variant when the
+winner is not exact (what GEMV_REQUIRE_EXACT=1 gets: its ID, speedup and GB/s,
+or "v1 (kept)"), and whether the record is stale.
 `
 
 func showMain(args []string, stdout, stderr io.Writer) error {
@@ -86,6 +88,21 @@ func staleWhy(r cache.Record) string {
 	return ""
 }
 
+// exactAlt describes r's exact alternative in the show table: "-" for an
+// exact winner, "none" for a record written without one.
+func exactAlt(r cache.Record) string {
+	x := r.Exact
+	switch {
+	case r.Class == cache.ClassExact:
+		return "-"
+	case x == nil:
+		return "none"
+	case x.Kept:
+		return "v1 (kept)"
+	}
+	return fmt.Sprintf("%s %.3f× %.0f GB/s", x.WinnerID, x.Speedup, x.GBs)
+}
+
 func writeShow(w io.Writer, path string, recs []cache.Record) error {
 	fmt.Fprintf(w, "cache %s\n", path)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -93,15 +110,15 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 	for _, r := range recs {
 		if r.Arch != arch {
 			arch = r.Arch
-			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t\t\t\n", arch)
-			fmt.Fprintln(tw, "format\tshape\twinner\tclass\tµs\tGB/s\t% ceiling\tspeedup\tGPU\tstale")
+			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t\t\t\t\n", arch)
+			fmt.Fprintln(tw, "format\tshape\twinner\tclass\tµs\tGB/s\t% ceiling\tspeedup\texact alternative\tGPU\tstale")
 		}
 		stale := "no"
 		if why := staleWhy(r); why != "" {
 			stale = "yes: " + why
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%.3f×\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
-			r.MedianUS, r.GBs, r.PctCeiling, r.Speedup, r.GPUName, stale)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
+			r.MedianUS, r.GBs, r.PctCeiling, r.Speedup, exactAlt(r), r.GPUName, stale)
 	}
 	return tw.Flush()
 }

@@ -394,8 +394,9 @@ func parseShapes(s string) ([]space.Shape, error) {
 	return out, nil
 }
 
-// recordFromDecision converts the tuner's decision into the cache's record
-// (the cubin is stored beside it by Put).
+// recordFromDecision converts the tuner's decision into the cache's record,
+// with its exact alternative when the winner is not exact (the cubins are
+// stored beside it by Put).
 func recordFromDecision(d tuner.Decision) cache.Record {
 	w := d.Winner
 	params := w.Params
@@ -443,6 +444,23 @@ func recordFromDecision(d tuner.Decision) cache.Record {
 	}
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
+	}
+	if x := d.Exact; x != nil && class != cache.ClassExact {
+		xp := x.Winner.Params
+		if xp == (space.Params{}) || x.Kept {
+			xp = space.Stock // kept: stock is the exact choice
+		}
+		xid := x.Winner.ID
+		if xp.IsStock() {
+			xid = space.StockAlias
+		} else if xid == "" {
+			xid = xp.ID()
+		}
+		r.Exact = &cache.Alternative{
+			WinnerID: xid, Params: xp, Class: cache.ClassExact, Kept: x.Kept, Decision: x.Reason,
+			MedianUS: x.Winner.MedianUS, GBs: x.Winner.GBs, PctCeiling: x.Winner.PctCeiling,
+			Speedup: x.Speedup, P: x.P,
+		}
 	}
 	for _, c := range d.Candidates {
 		r.Candidates = append(r.Candidates, cache.Candidate{
@@ -563,7 +581,15 @@ func isFresh(db *cache.DB, arch string, j tuner.Job) (bool, error) {
 
 // putDecision stores one finished decision and its cubin.
 func putDecision(db *cache.DB, d tuner.Decision) error {
-	if err := db.Put(recordFromDecision(d), d.Cubin); err != nil {
+	var exactCubin []byte
+	if d.Exact != nil && !d.Exact.Kept {
+		exactCubin = d.Exact.Cubin
+	}
+	rec := recordFromDecision(d)
+	if rec.Exact == nil {
+		exactCubin = nil
+	}
+	if err := db.Put(rec, d.Cubin, exactCubin); err != nil {
 		return fmt.Errorf("saving %s %s %s: %w", d.Arch, d.Format, d.Shape(), err)
 	}
 	return nil
