@@ -178,19 +178,11 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 		}
 	}
 	sort.Slice(finalists, func(a, b int) bool { return finalists[a].ID < finalists[b].ID })
-	rule := Rule{MinGain: opts.MinGain, Alpha: opts.Alpha}
-	dec := decide(cands[si], finalists, rule)
+	dec, alt := decideClasses(cands[si], finalists, Rule{MinGain: opts.MinGain, Alpha: opts.Alpha})
 	d.Stock, d.Winner, d.Kept, d.P, d.Speedup, d.Reason = cands[si], dec.winner, dec.kept, dec.p, dec.speedup, dec.reason
-	if d.Winner.Class != string(variants.Exact) {
+	if alt != nil {
 		// The engines that require exact output get the best exact variant.
-		var exact []Candidate
-		for _, c := range finalists {
-			if c.Class == string(variants.Exact) {
-				exact = append(exact, c)
-			}
-		}
-		ex := decide(cands[si], exact, rule)
-		d.Exact = &Alternative{Winner: ex.winner, Kept: ex.kept, P: ex.p, Speedup: ex.speedup, Reason: ex.reason}
+		d.Exact = &Alternative{Winner: alt.winner, Kept: alt.kept, P: alt.p, Speedup: alt.speedup, Reason: alt.reason}
 	}
 	if d.Throttled {
 		d.Reason += " (measured while throttled: " + strings.Join(append(d.Before.Reasons, d.After.Reasons...), ",") + ")"

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	"golang.org/x/perf/benchmath"
+
+	"github.com/gemvtune/gemvtune/variants"
 )
 
 // Rule is the selection rule: a candidate replaces stock only if its median
@@ -96,4 +98,35 @@ func decide(stock Candidate, measured []Candidate, rule Rule) decision {
 		d.speedup = 1
 	}
 	return d
+}
+
+// decideClasses decides among all finalists and, when the winner is not of
+// the exact class, among the exact ones alone: that second decision is what
+// engines requiring exact output get. An inexact winner must also beat the
+// best exact choice by the rule (significant, and at least MinGain);
+// otherwise the exact choice wins outright, since exactness then costs
+// nothing measurable.
+func decideClasses(stock Candidate, finalists []Candidate, rule Rule) (main decision, exact *decision) {
+	rule = rule.withDefaults()
+	main = decide(stock, finalists, rule)
+	if main.kept || main.winner.Class == string(variants.Exact) {
+		return main, nil
+	}
+	var ex []Candidate
+	for _, c := range finalists {
+		if c.Class == string(variants.Exact) {
+			ex = append(ex, c)
+		}
+	}
+	alt := decide(stock, ex, rule)
+	if !alt.kept {
+		gain := alt.winner.MedianUS/main.winner.MedianUS - 1
+		p := compare(alt.winner.Samples, main.winner.Samples, rule.Alpha)
+		if p > rule.Alpha || gain < rule.MinGain {
+			alt.reason += fmt.Sprintf("; preferred to %s (%s class, %+.1f %% faster, p=%.2g: below the %.0f %% minimum gain or not significant)",
+				main.winner.ID, main.winner.Class, 100*gain, p, 100*rule.MinGain)
+			return alt, nil
+		}
+	}
+	return main, &alt
 }

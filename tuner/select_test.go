@@ -55,3 +55,39 @@ func TestSummarize(t *testing.T) {
 		t.Errorf("summarize = %v [%v, %v]", med, lo, hi)
 	}
 }
+
+func TestDecideClasses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	mk := func(id, class string, center float64) Candidate {
+		c := Candidate{ID: id, Class: class, Status: StatusOK, Samples: noisy(rng, center, finalRounds)}
+		c.MedianUS, c.LoUS, c.HiUS = summarize(c.Samples)
+		return c
+	}
+	tests := []struct {
+		name           string
+		cands          []Candidate
+		wantWinner     string
+		wantAlt        string // "" = no alternative
+		wantReasonPart string
+	}{
+		{"int8 clearly ahead", []Candidate{mk("x-a1", "tolerance", 50), mk("x-exact", "exact", 60)}, "x-a1", "x-exact", "over v1"},
+		{"int8 barely ahead", []Candidate{mk("x-a1", "tolerance", 59.7), mk("x-exact", "exact", 60)}, "x-exact", "", "preferred to x-a1"},
+		{"exact ahead", []Candidate{mk("x-a1", "tolerance", 70), mk("x-exact", "exact", 60)}, "x-exact", "", "over v1"},
+		{"no exact beats stock", []Candidate{mk("x-a1", "tolerance", 50), mk("x-exact", "exact", 110)}, "x-a1", "r1f0u1s0w8", "over v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stock := mk("r1f0u1s0w8", "exact", 100)
+			main, alt := decideClasses(stock, tt.cands, DefaultRule)
+			if main.winner.ID != tt.wantWinner || !strings.Contains(main.reason, tt.wantReasonPart) {
+				t.Errorf("winner %s (%s), want %s (%q)", main.winner.ID, main.reason, tt.wantWinner, tt.wantReasonPart)
+			}
+			switch {
+			case tt.wantAlt == "" && alt != nil:
+				t.Errorf("unexpected alternative %s", alt.winner.ID)
+			case tt.wantAlt != "" && (alt == nil || alt.winner.ID != tt.wantAlt):
+				t.Errorf("alternative %v, want %s", alt, tt.wantAlt)
+			}
+		})
+	}
+}
