@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/gemvtune/gemvtune/cache"
-	"github.com/gemvtune/gemvtune/space"
 )
 
 func init() {
@@ -28,28 +26,19 @@ func exportMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, exportUsage); fs.PrintDefaults() }
-	arch := fs.String("arch", "", "only this compute capability, e.g. sm_90")
-	cachePath := fs.String("cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
+	rf := addReaderFlags(fs)
 	header := fs.Bool("header", false, "write a C header of the winners instead of JSON")
 	if help, err := parseArgs(fs, args, 0); help || err != nil {
 		return err
 	}
-	if *arch != "" {
-		if _, err := space.ParseArch(*arch); err != nil {
-			return usagef("export: %v", err)
-		}
-	}
-	db, err := openReader(*cachePath)
+	db, err := rf.open("export")
 	if err != nil {
-		return fmt.Errorf("export: %w", err)
+		return err
 	}
 	defer db.Close()
-	e, err := db.Export(*arch)
-	if err != nil && !errors.Is(err, cache.ErrBadRecord) {
-		return fmt.Errorf("export: %w", err)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "autotune export: warning: %v\n", err)
+	e, err := db.Export(rf.arch)
+	if err := tolerateBadRecords("export", err, stderr); err != nil {
+		return err
 	}
 	if *header {
 		var fresh []cache.Record

@@ -31,32 +31,23 @@ func showMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("show", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, showUsage); fs.PrintDefaults() }
-	arch := fs.String("arch", "", "only this compute capability, e.g. sm_90")
-	cachePath := fs.String("cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
+	rf := addReaderFlags(fs)
 	if help, err := parseArgs(fs, args, 0); help || err != nil {
 		return err
 	}
-	if *arch != "" {
-		if _, err := space.ParseArch(*arch); err != nil {
-			return usagef("show: %v", err)
-		}
-	}
-	db, err := openReader(*cachePath)
+	db, err := rf.open("show")
 	if err != nil {
-		return fmt.Errorf("show: %w", err)
+		return err
 	}
 	defer db.Close()
-	recs, err := db.All(*arch)
-	if err != nil && !errors.Is(err, cache.ErrBadRecord) {
-		return fmt.Errorf("show: %w", err)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "autotune show: warning: %v\n", err)
+	recs, err := db.All(rf.arch)
+	if err := tolerateBadRecords("show", err, stderr); err != nil {
+		return err
 	}
 	if len(recs) == 0 {
 		fmt.Fprintf(stdout, "cache %s: no records", db.Path())
-		if *arch != "" {
-			fmt.Fprintf(stdout, " for %s", *arch)
+		if rf.arch != "" {
+			fmt.Fprintf(stdout, " for %s", rf.arch)
 		}
 		fmt.Fprintln(stdout)
 		return nil
@@ -65,6 +56,46 @@ func showMain(args []string, stdout, stderr io.Writer) error {
 }
 
 // openReader opens the cache at path ("" = default) read-only.
+// readerFlags are the --arch and --cache flags of the commands that read
+// the cache.
+type readerFlags struct {
+	arch, cache string
+}
+
+func addReaderFlags(fs *flag.FlagSet) *readerFlags {
+	rf := &readerFlags{}
+	fs.StringVar(&rf.arch, "arch", "", "only this compute capability, e.g. sm_90")
+	fs.StringVar(&rf.cache, "cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
+	return rf
+}
+
+// open checks --arch (a usage error when malformed) and opens the cache
+// read-only; cmd names the command in errors.
+func (rf *readerFlags) open(cmd string) (*cache.DB, error) {
+	if rf.arch != "" {
+		if _, err := space.ParseArch(rf.arch); err != nil {
+			return nil, usagef("%s: %v", cmd, err)
+		}
+	}
+	db, err := openReader(rf.cache)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cmd, err)
+	}
+	return db, nil
+}
+
+// tolerateBadRecords turns cache.ErrBadRecord (some entries unreadable,
+// the rest fine) into a warning on stderr and returns any other error.
+func tolerateBadRecords(cmd string, err error, stderr io.Writer) error {
+	if err != nil && !errors.Is(err, cache.ErrBadRecord) {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "autotune %s: warning: %v\n", cmd, err)
+	}
+	return nil
+}
+
 func openReader(path string) (*cache.DB, error) {
 	if path == "" {
 		p, err := cache.DefaultPath()
