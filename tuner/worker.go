@@ -41,6 +41,10 @@ const (
 	roundTimeout  = 20 * time.Second
 	targetBatch   = 200 * time.Microsecond // GPU time of one timed batch
 	maxBatch      = 1000
+	// minWarmup is the GPU time of the warm-up rounds each measure call
+	// runs before it keeps samples; maxWarmupRounds bounds them.
+	minWarmup       = 50 * time.Millisecond
+	maxWarmupRounds = 50
 )
 
 type loadedModule struct {

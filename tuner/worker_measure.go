@@ -3,6 +3,7 @@ package tuner
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
 )
@@ -54,8 +55,9 @@ func (w *worker) graph(c *gpu.Ctx, id string) (gpu.GraphExec, error) {
 }
 
 // measure times ids interleaved: each round replays every candidate's batch
-// once, in order (A B C A B C …), so drift hits all alike. One warm-up
-// round is not kept. A sample is µs per launch.
+// once, in order (A B C A B C …), so drift hits all alike. Warm-up rounds
+// (at least one, and at least minWarmup of GPU time) are not kept. A sample
+// is µs per launch.
 func (w *worker) measure(ids []string, rounds int) response {
 	s := w.shape
 	if s == nil {
@@ -80,23 +82,41 @@ func (w *worker) measure(ids []string, rounds int) response {
 			events[i] = e
 			defer c.DestroyEvent(e)
 		}
-		for r := -1; r < rounds; r++ {
+		// round replays every candidate's batch once, in order, and returns
+		// the GPU time of the whole round.
+		round := func() (time.Duration, error) {
 			if err := c.Record(events[0], s.stream); err != nil {
-				return err
+				return 0, err
 			}
 			for i, g := range execs {
 				if err := c.LaunchGraph(g, s.stream); err != nil {
-					return fmt.Errorf("%s: %w", ids[i], err)
+					return 0, fmt.Errorf("%s: %w", ids[i], err)
 				}
 				if err := c.Record(events[i+1], s.stream); err != nil {
-					return err
+					return 0, err
 				}
 			}
 			if err := c.WaitEvent(events[len(ids)], roundTimeout); err != nil {
+				return 0, err
+			}
+			return c.Elapsed(events[0], events[len(ids)])
+		}
+		// Warm-up rounds, not kept, until the GPU has been busy for
+		// minWarmup. A budgeted stage keeps one round per candidate, and in
+		// the H200 budgeted run such single samples came out up to 10 %
+		// slow (docs/results.md); a GPU that idled between calls starting
+		// at lower clocks is the suspected cause, so every call now warms
+		// the GPU for a fixed time, not just one round.
+		for warm, n := time.Duration(0), 0; n == 0 || (warm < minWarmup && n < maxWarmupRounds); n++ {
+			d, err := round()
+			if err != nil {
 				return err
 			}
-			if r < 0 {
-				continue // warm-up
+			warm += d
+		}
+		for r := 0; r < rounds; r++ {
+			if _, err := round(); err != nil {
+				return err
 			}
 			for i, id := range ids {
 				d, err := c.Elapsed(events[i], events[i+1])
