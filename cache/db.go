@@ -70,24 +70,19 @@ func Open(path string, opts *Options) (*DB, error) {
 	if opts != nil {
 		o = *opts
 	}
-	db := &DB{path: path, readOnly: o.ReadOnly, timeout: o.Timeout}
-	if db.timeout == 0 {
-		db.timeout = DefaultTimeout
-	}
 	if o.ReadOnly {
-		fi, err := os.Stat(path)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("cache %s: %w", path, ErrNotExist)
-		case err != nil:
-			return nil, fmt.Errorf("cache %s: %w", path, err)
-		case fi.IsDir():
-			return nil, fmt.Errorf("cache %s: %w: it is a folder", path, ErrCorrupt)
-		}
-		if err := db.view(db.checkMeta); err != nil {
+		rdb, err := readerDB(path, &o)
+		if err != nil {
 			return nil, err
 		}
-		return db, nil
+		if err := rdb.view(rdb.checkMeta); err != nil {
+			return nil, err
+		}
+		return rdb, nil
+	}
+	db := &DB{path: path, timeout: o.Timeout}
+	if db.timeout == 0 {
+		db.timeout = DefaultTimeout
 	}
 	if err := ensureDir(path); err != nil {
 		return nil, err
