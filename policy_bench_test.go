@@ -56,28 +56,20 @@ func bigCacheWith(b *testing.B, n int, alts bool) string {
 // BenchmarkOpen10kAnd100Lookups is design.md's start-up target: Open of a
 // 10 000-record cache plus 100 lookups ≤ 5 ms.
 func BenchmarkOpen10kAnd100Lookups(b *testing.B) {
-	path := bigCache(b, 10000)
-	opts := &gemvtune.Options{CachePath: path, LookupEnv: env(nil)}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		p, err := gemvtune.Open(opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for j := 0; j < 100; j++ {
-			if _, err := p.Lookup("sm_90", "q4_0", 256*(j+1), 4096*(1+j%4)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	benchOpenAnd100Lookups(b, bigCache(b, 10000), nil)
 }
 
 // BenchmarkOpen10kAnd100LookupsExactAlt is the start-up target with half
 // the records carrying an exact alternative (a version 3 index) and
 // GEMV_REQUIRE_EXACT=1.
 func BenchmarkOpen10kAnd100LookupsExactAlt(b *testing.B) {
-	path := bigCacheWith(b, 10000, true)
-	opts := &gemvtune.Options{CachePath: path, LookupEnv: env(map[string]string{"GEMV_REQUIRE_EXACT": "1"})}
+	benchOpenAnd100Lookups(b, bigCacheWith(b, 10000, true), map[string]string{"GEMV_REQUIRE_EXACT": "1"})
+}
+
+// benchOpenAnd100Lookups times Open of the cache at path plus 100 lookups
+// of assorted shapes, with the environment vars.
+func benchOpenAnd100Lookups(b *testing.B, path string, vars map[string]string) {
+	opts := &gemvtune.Options{CachePath: path, LookupEnv: env(vars)}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		p, err := gemvtune.Open(opts)
