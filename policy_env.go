@@ -17,17 +17,18 @@ const (
 	EnvRequireExact = "GEMV_REQUIRE_EXACT" // 1: only exact-class variants
 )
 
-// knobEnv maps each knob override variable to the knob's index in
-// space.Knobs.
+// knobEnv maps each knob override variable to the knob's letter in
+// space.Knobs (by letter, not position: knobs such as g are inserted
+// between others). Knobs g, l and a have no override variable.
 var knobEnv = []struct {
-	name string
-	knob int
+	name   string
+	letter string
 }{
-	{"GEMV_ROWS_PER_WARP", 0},
-	{"GEMV_MIN_BLOCKS", 1},
-	{"GEMV_UNROLL", 2},
-	{"GEMV_SMEM_STAGING", 3},
-	{"GEMV_WARPS", 4},
+	{"GEMV_ROWS_PER_WARP", "r"},
+	{"GEMV_MIN_BLOCKS", "f"},
+	{"GEMV_UNROLL", "u"},
+	{"GEMV_SMEM_STAGING", "s"},
+	{"GEMV_WARPS", "w"},
 }
 
 // forcing is a variant forced by one variable.
@@ -38,9 +39,9 @@ type forcing struct {
 
 // override sets one knob on top of a choice.
 type override struct {
-	knob  int
-	value int
-	env   string // e.g. GEMV_UNROLL=4
+	letter string // of the knob in space.Knobs
+	value  int
+	env    string // e.g. GEMV_UNROLL=4
 }
 
 // settings is the environment as read once at Open.
@@ -87,12 +88,15 @@ func readEnv(lookup func(string) (string, bool)) (settings, error) {
 		if !ok || v == "" {
 			continue
 		}
-		k := space.Knobs[ke.knob]
+		k, ok := knobByLetter(ke.letter)
+		if !ok {
+			return s, fmt.Errorf("%s: knob %s is unknown to this build", ke.name, ke.letter)
+		}
 		n, err := strconv.Atoi(v)
 		if err != nil || !containsInt(k.Values, n) || strconv.Itoa(n) != v {
 			return s, fmt.Errorf("%s=%q: accepted %s", ke.name, v, joinInts(k.Values))
 		}
-		s.overrides = append(s.overrides, override{knob: ke.knob, value: n, env: ke.name + "=" + v})
+		s.overrides = append(s.overrides, override{letter: ke.letter, value: n, env: ke.name + "=" + v})
 		texts = append(texts, ke.name+"="+v)
 	}
 	s.overrideText = strings.Join(texts, ", ")
@@ -137,20 +141,30 @@ func (s *settings) forced(format string) *forcing {
 // apply returns p with the knob overrides set.
 func (s *settings) apply(p space.Params) space.Params {
 	for _, o := range s.overrides {
-		switch o.knob {
-		case 0:
+		switch o.letter {
+		case "r":
 			p.R = o.value
-		case 1:
+		case "f":
 			p.F = o.value
-		case 2:
+		case "u":
 			p.U = o.value
-		case 3:
+		case "s":
 			p.S = o.value
-		case 4:
+		case "w":
 			p.W = o.value
 		}
 	}
 	return p
+}
+
+// knobByLetter returns the knob of space.Knobs with that letter.
+func knobByLetter(letter string) (space.Knob, bool) {
+	for _, k := range space.Knobs {
+		if k.Letter == letter {
+			return k, true
+		}
+	}
+	return space.Knob{}, false
 }
 
 func containsInt(vs []int, v int) bool {

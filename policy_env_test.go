@@ -19,6 +19,9 @@ func TestEnvInvalid(t *testing.T) {
 		{"GEMV_FORCE_VARIANT", "v2", `GEMV_FORCE_VARIANT="v2"`},
 		{"GEMV_FORCE_VARIANT", "r5f0u1s0w8", `GEMV_FORCE_VARIANT="r5f0u1s0w8"`},
 		{"GEMV_FORCE_VARIANT", "r1f0u1s0w8l0", `canonical form`},
+		{"GEMV_FORCE_VARIANT", "r1f0u1s0w8g0", `canonical form`},
+		{"GEMV_FORCE_VARIANT", "r1f0u1s0w8g3", `GEMV_FORCE_VARIANT="r1f0u1s0w8g3"`},
+		{"GEMV_FORCE_VARIANT", "r1f0u1s0w8l1g2", `GEMV_FORCE_VARIANT="r1f0u1s0w8l1g2"`},
 		{"GEMV_FORCE_VARIANT_Q4_0", "r1", `GEMV_FORCE_VARIANT_Q4_0="r1"`},
 		{"GEMV_FORCE_VARIANT_Q8_0", "V1", `GEMV_FORCE_VARIANT_Q8_0="V1"`},
 		{"GEMV_FORCE_VARIANT_Q4_K", "x", `GEMV_FORCE_VARIANT_Q4_K="x"`},
@@ -56,6 +59,8 @@ func TestEnvValid(t *testing.T) {
 		{"GEMV_FORCE_VARIANT", "v1", "forced", "v1"},
 		{"GEMV_FORCE_VARIANT", "r8f8u8s1w16", "forced", "r8f8u8s1w16"},
 		{"GEMV_FORCE_VARIANT_Q4_0", "r1f0u2s0w8l1", "forced", "r1f0u2s0w8l1"},
+		{"GEMV_FORCE_VARIANT", "r2f0u1s0w8g128", "forced", "r2f0u1s0w8g128"},
+		{"GEMV_FORCE_VARIANT_Q4_0", "r1f0u2s1w16g8l1a1", "forced", "r1f0u2s1w16g8l1a1"},
 		{"GEMV_FORCE_VARIANT_Q8_0", "r2f0u2s0w8", "tuned", "r2f0u1s0w8"}, // another format
 		{"GEMV_FORCE_VARIANT_Q4_K", "v1", "tuned", "r2f0u1s0w8"},
 		{"GEMV_FORCE_VARIANT_AFFINE4", "v1", "tuned", "r2f0u1s0w8"},

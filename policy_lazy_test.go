@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/space"
 )
 
 // bigCubin is large enough to get its own place in the file (small ones
@@ -161,5 +162,50 @@ func TestKnobAThroughCache(t *testing.T) {
 	c := lookup(t, open(t, writeCache(t, r), nil), "sm_90", "q4_0", 4096, 4096)
 	if c.Source != "tuned" || c.ID != "r2f0u1s1w8a1" || c.Params != r.Params {
 		t.Errorf("lookup = %s %s %+v (%s); want tuned %s", c.Source, c.ID, c.Params, c.Reason, r.WinnerID)
+	}
+}
+
+// TestKnobGThroughCache: knob g (row groups per block) of a tuned winner,
+// of its exact alternative and of a forced variant comes back whole, with
+// its cubin, and knob overrides keep it.
+func TestKnobGThroughCache(t *testing.T) {
+	tuned := rec(t, "sm_90", "q4_0", 4096, 4096, "r2f0u1s1w8g8", "exact")
+	tol := withExact(t, rec(t, "sm_90", "q8_0", 4096, 4096, "r2f0u1s1w8g4a1", "tolerance"), "r4f0u1s1w8g128")
+	plain := withExact(t, rec(t, "sm_90", "q8_0", 8192, 4096, "r2f0u1s1w8g16a1", "tolerance"), "r4f0u1s0w8")
+	path := writeCacheExact(t, tuned, tol, plain)
+	strict := map[string]string{"GEMV_REQUIRE_EXACT": "1"}
+	tests := []struct {
+		name       string
+		vars       map[string]string
+		format     string
+		rows       int
+		source, id string
+		cubin      []byte
+	}{
+		{"tuned", nil, "q4_0", 4096, "tuned", "r2f0u1s1w8g8", cubinFor(tuned)},
+		{"nearest", nil, "q4_0", 3000, "nearest", "r2f0u1s1w8g8", cubinFor(tuned)},
+		{"tuned tolerance", nil, "q8_0", 4096, "tuned", "r2f0u1s1w8g4a1", cubinFor(tol)},
+		{"exact alternative with g", strict, "q8_0", 4096, "tuned", "r4f0u1s1w8g128", exactCubinFor(tol)},
+		{"exact alternative without g", strict, "q8_0", 8192, "tuned", "r4f0u1s0w8", exactCubinFor(plain)},
+		{"nearest exact alternative", strict, "q8_0", 5000, "nearest", "r4f0u1s1w8g128", exactCubinFor(tol)},
+		{"forced", map[string]string{"GEMV_FORCE_VARIANT": "r2f0u1s0w8g64"}, "q4_0", 4096, "forced", "r2f0u1s0w8g64", nil},
+		{"forced same id has the cubin", map[string]string{"GEMV_FORCE_VARIANT_Q4_0": "r2f0u1s1w8g8"}, "q4_0", 4096, "forced", "r2f0u1s1w8g8", cubinFor(tuned)},
+		{"override keeps g", map[string]string{"GEMV_WARPS": "16"}, "q4_0", 4096, "forced", "r2f0u1s1w16g8", nil},
+		{"forced with override", map[string]string{"GEMV_FORCE_VARIANT": "r2f0u1s0w8g2", "GEMV_UNROLL": "4"}, "q4_0", 4096, "forced", "r2f0u4s0w8g2", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := lookup(t, open(t, path, tt.vars), "sm_90", tt.format, tt.rows, 4096)
+			want, err := space.Parse(tt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Source != tt.source || c.ID != tt.id || c.Params != want || c.Layout != want.L {
+				t.Fatalf("%s %s %+v (%s); want %s %s", c.Source, c.ID, c.Params, c.Reason, tt.source, tt.id)
+			}
+			if !bytes.Equal(c.Cubin, tt.cubin) {
+				t.Errorf("cubin %q; want %q", c.Cubin, tt.cubin)
+			}
+		})
 	}
 }

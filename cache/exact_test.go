@@ -29,6 +29,13 @@ func toleranceWithExact(t testing.TB, arch, format string, rows, cols int, kept 
 	return r
 }
 
+// withG sets knob G of r's winner and of its exact alternative.
+func withG(r cache.Record, g, xg int) cache.Record {
+	r.Params.G, r.Exact.Params.G = g, xg
+	r.WinnerID, r.Exact.WinnerID = r.Params.ID(), r.Exact.Params.ID()
+	return r
+}
+
 // TestPutGetExact: a record round-trips with and without an exact
 // alternative, its cubin is stored once per content, counted, and collected.
 func TestPutGetExact(t *testing.T) {
@@ -42,6 +49,8 @@ func TestPutGetExact(t *testing.T) {
 		{"alternative kept stock", toleranceWithExact(t, "sm_90", "q4_0", 8192, 4096, true), nil},
 		{"alternative without cubin", toleranceWithExact(t, "sm_90", "q4_0", 1024, 4096, false), nil},
 		{"without alternative", randomRecord(newRNG(t), "sm_90", "q8_0", 4096, 4096), nil},
+		{"winner and alternative with g", withG(toleranceWithExact(t, "sm_90", "q8_0", 8192, 4096, false), 8, 128), []byte("exact cubin g128")},
+		{"alternative with g", withG(toleranceWithExact(t, "sm_90", "q8_0", 1024, 4096, false), 0, 2), nil},
 	}
 	for _, tt := range tests {
 		cubin := []byte("cubin " + tt.rec.Key.String())
@@ -140,7 +149,7 @@ func TestDecodeOldRecord(t *testing.T) {
 		"median_us":1,"gbs":2,"pct_ceiling":3,"speedup":1.5,"p":0.01,"source_hash":"x","tool_version":"0.1.0",
 		"time":"2026-04-01T10:00:00Z"}`
 	r, err := cache.DecodeRecord([]byte(old))
-	if err != nil || r.Exact != nil || r.WinnerID != "r2f0u1s0w8a1" {
+	if err != nil || r.Exact != nil || r.WinnerID != "r2f0u1s0w8a1" || r.Params.G != 0 {
 		t.Fatalf("old record = %+v, %v", r, err)
 	}
 	withAlt := strings.Replace(old, `"decision":"d",`, `"decision":"d","exact":{"winner":"r4f0u1s0w8","params":{"R":4,"F":0,"U":1,"S":0,"W":8,"L":0,"A":0},
@@ -151,6 +160,17 @@ func TestDecodeOldRecord(t *testing.T) {
 	}
 	if s := r.Summary(); !s.Exact.Present || s.Exact.Params != r.Exact.Params || s.Exact.Decision != "r4 won" {
 		t.Errorf("summary of the alternative = %+v", s.Exact)
+	}
+	// Knob G is the JSON field "G" of params; records before it have none.
+	withG := strings.NewReplacer(`"r2f0u1s0w8a1"`, `"r2f0u1s0w8g8a1"`, `"W":8,"L":0,"A":1`, `"W":8,"G":8,"L":0,"A":1`,
+		`"r4f0u1s0w8"`, `"r4f0u1s0w8g128"`, `"W":8,"L":0,"A":0`, `"W":8,"G":128,"L":0,"A":0`).Replace(withAlt)
+	r, err = cache.DecodeRecord([]byte(withG))
+	if err != nil || r.Params.G != 8 || r.Exact == nil || r.Exact.Params.G != 128 {
+		t.Fatalf("record with G = %+v, %v", r, err)
+	}
+	enc, err := r.Encode()
+	if err != nil || !strings.Contains(string(enc), `"G":8,`) || !strings.Contains(string(enc), `"G":128,`) {
+		t.Errorf("encoded record lacks G: %s, %v", enc, err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/space"
 )
 
 func TestExportImport(t *testing.T) {
@@ -112,16 +113,24 @@ func TestReadExportErrors(t *testing.T) {
 
 func TestCHeaderCompiles(t *testing.T) {
 	rng := newRNG(t)
-	recs := []cache.Record{randomRecord(rng, "sm_90", "q4_0", 4096, 14336), randomRecord(rng, "sm_90", "bf16", 128256, 4096)}
+	recs := []cache.Record{randomRecord(rng, "sm_90", "q4_0", 4096, 14336), randomRecord(rng, "sm_90", "bf16", 128256, 4096),
+		withG(toleranceWithExact(t, "sm_90", "q8_0", 4096, 4096, false), 8, 128)}
 	recs[0].Decision = "tricky */ comment /* here\n"
+	recs[2].Params = space.Params{R: 2, F: 1, U: 4, S: 1, W: 16, G: 8, L: 1, A: 1}
+	recs[2].WinnerID = recs[2].Params.ID()
 	var buf bytes.Buffer
 	if err := cache.WriteCHeader(&buf, recs); err != nil {
 		t.Fatal(err)
 	}
 	p := recs[0].Params
-	row := fmt.Sprintf(`{"sm_90", "q4_0", 4096, 14336, %d, %d, %d, %d, %d, %d, `, p.R, p.F, p.U, p.S, p.W, p.L)
-	if !strings.Contains(buf.String(), row) {
-		t.Errorf("header lacks %q:\n%s", row, buf.String())
+	row := fmt.Sprintf(`{"sm_90", "q4_0", 4096, 14336, %d, %d, %d, %d, %d, %d, %d, %d, `, p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A)
+	// rows ... w g l a, exact, has_exact_alt, xr ... xw xg xl xa
+	rowG := `{"sm_90", "q8_0", 4096, 4096, 2, 1, 4, 1, 16, 8, 1, 1, 0, 1, 4, 2, 2, 0, 8, 128, 0, 0}, /* `
+	for _, want := range []string{row, rowG, "int r, f, u, s, w, g, l, a;", "int xr, xf, xu, xs, xw, xg, xl, xa;", "#define GEMVTUNE_HEADER_VERSION 3",
+		"g row groups per block, 0 = 1: grid = ceil(ceil(rows/(r*w)) / max(g,1))"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("header lacks %q:\n%s", want, buf.String())
+		}
 	}
 	cc, err := exec.LookPath("cc")
 	if err != nil {
@@ -131,7 +140,7 @@ func TestCHeaderCompiles(t *testing.T) {
 	h := filepath.Join(dir, "tuned.h")
 	c := filepath.Join(dir, "main.c")
 	os.WriteFile(h, buf.Bytes(), 0o644)
-	os.WriteFile(c, []byte("#include \"tuned.h\"\nint main(void){ return gemvtune_variants[GEMVTUNE_VARIANTS_LEN].arch == 0 && gemvtune_variants[1].rows == 128256 ? 0 : 1; }\n"), 0o644)
+	os.WriteFile(c, []byte("#include \"tuned.h\"\nint main(void){ return gemvtune_variants[GEMVTUNE_VARIANTS_LEN].arch == 0 && gemvtune_variants[1].rows == 128256 && gemvtune_variants[2].g == 8 && gemvtune_variants[2].xg == 128 && gemvtune_variants[2].xa == 0 ? 0 : 1; }\n"), 0o644)
 	exe := filepath.Join(dir, "main")
 	if out, err := exec.Command(cc, "-std=c99", "-Wall", "-Werror", "-o", exe, c).CombinedOutput(); err != nil {
 		t.Fatalf("header does not compile: %v\n%s\n%s", err, out, buf.String())

@@ -19,6 +19,7 @@ func WriteCHeader(w io.Writer, recs []Record) error {
 	fmt.Fprintf(bw, `/* Tuned GEMV variants, written by "autotune export --header" (gemvtune %s).
  * Do not edit; regenerate from the cache. Knobs as in design.md: r rows per
  * warp, f launch-bounds floor, u unroll, s smem staging, w warps per block,
+ * g row groups per block, 0 = 1: grid = ceil(ceil(rows/(r*w)) / max(g,1)),
  * l layout (0 = raw bytes), a activation path (0 = f32, 1 = int8 with dp4a).
  * exact = 1: bit-identical to the stock kernel. has_exact_alt = 1: the winner
  * is not exact and x* are the knobs of the best exact variant (the stock
@@ -26,17 +27,18 @@ func WriteCHeader(w io.Writer, recs []Record) error {
 #ifndef GEMVTUNE_TUNED_H
 #define GEMVTUNE_TUNED_H
 
-/* 2: columns a, has_exact_alt and x* added after version 1's r f u s w l exact. */
-#define GEMVTUNE_HEADER_VERSION 2
+/* 2: columns a, has_exact_alt and x* added after version 1's r f u s w l exact.
+ * 3: columns g (after w) and xg (after xw) added. */
+#define GEMVTUNE_HEADER_VERSION 3
 
 typedef struct gemvtune_variant {
 	const char *arch;   /* "sm_90" */
 	const char *format; /* "q4_0" */
 	int rows, cols;
-	int r, f, u, s, w, l, a;
+	int r, f, u, s, w, g, l, a;
 	int exact;
 	int has_exact_alt;
-	int xr, xf, xu, xs, xw, xl, xa;
+	int xr, xf, xu, xs, xw, xg, xl, xa;
 } gemvtune_variant;
 
 #define GEMVTUNE_VARIANTS_LEN %d
@@ -54,11 +56,11 @@ static const gemvtune_variant gemvtune_variants[GEMVTUNE_VARIANTS_LEN + 1] = {
 			alt, x = 1, r.Exact.Params
 			note = "; exact: " + r.Exact.WinnerID + ": " + r.Exact.Decision
 		}
-		fmt.Fprintf(bw, "\t{%q, %q, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d}, /* %s */\n",
-			r.Arch, r.Format, r.Rows, r.Cols, p.R, p.F, p.U, p.S, p.W, p.L, p.A, exact,
-			alt, x.R, x.F, x.U, x.S, x.W, x.L, x.A, comment(r.Decision+note))
+		fmt.Fprintf(bw, "\t{%q, %q, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d}, /* %s */\n",
+			r.Arch, r.Format, r.Rows, r.Cols, p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A, exact,
+			alt, x.R, x.F, x.U, x.S, x.W, x.G, x.L, x.A, comment(r.Decision+note))
 	}
-	fmt.Fprint(bw, "\t{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},\n};\n\n#endif /* GEMVTUNE_TUNED_H */\n")
+	fmt.Fprint(bw, "\t{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},\n};\n\n#endif /* GEMVTUNE_TUNED_H */\n")
 	return bw.Flush()
 }
 

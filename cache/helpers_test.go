@@ -24,7 +24,7 @@ func openWriter(t testing.TB) (*cache.DB, string) {
 
 // randomRecord returns a valid record with random, non-zero figures.
 func randomRecord(rng *rand.Rand, arch, format string, rows, cols int) cache.Record {
-	p := space.Params{R: pick(rng, 1, 2, 3, 4), F: pick(rng, 0, 1, 2), U: pick(rng, 1, 2, 4), S: pick(rng, 0, 1), W: pick(rng, 4, 8), L: pick(rng, 0, 1)}
+	p := space.Params{R: pick(rng, 1, 2, 3, 4), F: pick(rng, 0, 1, 2), U: pick(rng, 1, 2, 4), S: pick(rng, 0, 1), W: pick(rng, 4, 8), G: pick(rng, 0, 0, 2, 16, 128), L: pick(rng, 0, 1)}
 	class := cache.ClassExact
 	if rng.IntN(2) == 0 {
 		class = cache.ClassTolerance

@@ -10,9 +10,9 @@ import (
 
 // The index is one value (bucket _meta, key "index") holding the summary of
 // every record, so that an engine's start-up reads one contiguous blob
-// instead of walking thousands of keys. It is written as version 2 (a
-// Table; see table.go) when every summary fits a record, else as version 1,
-// little-endian:
+// instead of walking thousands of keys. It is written as version 2, 3 or
+// 4 (a Table; see table.go) when every summary fits a record, else as
+// version 1, little-endian:
 //
 //	u8 version (1), u32 count, then count times:
 //	u16 key length, key ("sm_90/q4_0/4096x14336"), u32 summary length, summary
@@ -37,8 +37,8 @@ type index struct {
 	pos     map[string]int
 }
 
-// parseIndex decodes an index value (version 1: sums alias b; version 2:
-// each summary is encoded anew).
+// parseIndex decodes an index value (version 1: sums alias b; versions 2
+// to 4: each summary is encoded anew).
 func parseIndex(b []byte) (*index, error) {
 	ix := &index{pos: map[string]int{}}
 	if len(b) == 0 {
@@ -118,8 +118,8 @@ func (ix *index) del(key string) {
 	delete(ix.pos, key)
 }
 
-// save writes the index: as a Table (version 2) if every entry fits one,
-// else as version 1.
+// save writes the index: as a Table (version 2, 3 or 4) if every entry
+// fits one, else as version 1.
 func (ix *index) save(tx *bolt.Tx) error {
 	b, ok := ix.table()
 	if !ok {
@@ -135,7 +135,7 @@ func (ix *index) save(tx *bolt.Tx) error {
 	return nil
 }
 
-// table encodes the index as version 2; false if an entry does not parse,
+// table encodes the index as a Table; false if an entry does not parse,
 // decode or fit a record.
 func (ix *index) table() ([]byte, bool) {
 	tb := newTableBuilder(len(ix.entries))

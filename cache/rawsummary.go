@@ -104,7 +104,7 @@ const (
 // errors.
 func decodeRaw(b []byte, s *rawSummary) error {
 	if len(b) < sumStrings || b[0] != summaryVersion {
-		return decodeRawChecked(b, s) // also every version 2 summary: rare
+		return decodeRawChecked(b, s) // also every summary of version 2, 3 or 4
 	}
 	le := binary.LittleEndian
 	s.Schema = int(le.Uint16(b[sumSchema:]))
@@ -148,20 +148,38 @@ func decodeRaw(b []byte, s *rawSummary) error {
 	return nil
 }
 
-// knobMasks holds, per knob of space.Knobs, a bit per allowed value; nil
-// if a value does not fit in a mask or the knobs are not the seven fields
-// of space.Params that paramsOK knows (then paramsOK defers to Validate).
-var knobMasks = sync.OnceValue(func() []uint64 {
-	if len(space.Knobs) != 7 || paramsFields != 7 {
+// knobBits is the set of a knob's allowed values that lie in 0..255 (what
+// a byte holds), a bit per value.
+type knobBits [4]uint64
+
+// has reports whether v is in the set.
+func (k *knobBits) has(v int) bool { return uint(v) < 256 && k[v>>6]>>(v&63)&1 != 0 }
+
+// hasByte is has for a byte.
+func (k *knobBits) hasByte(v byte) bool { return k[v>>6]>>(v&63)&1 != 0 }
+
+// paramsKnobs is the knob letters of space.Knobs in the order of the
+// fields of space.Params, as paramsOK and the table records know them.
+const paramsKnobs = "rfuswgla"
+
+// knobMasks holds, per knob of space.Knobs (in the order of paramsKnobs),
+// the set of its allowed values; nil if a knob has a value outside 0..255
+// or the knobs are not those of paramsKnobs (then paramsOK defers to
+// Validate, so that it accepts exactly what Validate accepts).
+var knobMasks = sync.OnceValue(func() []knobBits {
+	if len(space.Knobs) != len(paramsKnobs) || paramsFields != len(paramsKnobs) {
 		return nil
 	}
-	m := make([]uint64, len(space.Knobs))
+	m := make([]knobBits, len(space.Knobs))
 	for i, k := range space.Knobs {
+		if k.Letter != paramsKnobs[i:i+1] {
+			return nil
+		}
 		for _, v := range k.Values {
-			if v < 0 || v > 63 {
+			if v < 0 || v > 255 {
 				return nil
 			}
-			m[i] |= 1 << v
+			m[i][v>>6] |= 1 << (v & 63)
 		}
 	}
 	return m
@@ -173,10 +191,8 @@ func paramsOK(p *space.Params) bool {
 	if m == nil {
 		return p.Validate() == nil
 	}
-	return uint(p.R) < 64 && m[0]>>p.R&1 != 0 && uint(p.F) < 64 && m[1]>>p.F&1 != 0 &&
-		uint(p.U) < 64 && m[2]>>p.U&1 != 0 && uint(p.S) < 64 && m[3]>>p.S&1 != 0 &&
-		uint(p.W) < 64 && m[4]>>p.W&1 != 0 && uint(p.L) < 64 && m[5]>>p.L&1 != 0 &&
-		uint(p.A) < 64 && m[6]>>p.A&1 != 0
+	return m[0].has(p.R) && m[1].has(p.F) && m[2].has(p.U) && m[3].has(p.S) && m[4].has(p.W) &&
+		m[5].has(p.G) && m[6].has(p.L) && m[7].has(p.A)
 }
 
 // decodeRawChecked is decodeRaw reading every field through the checking
@@ -184,13 +200,17 @@ func paramsOK(p *space.Params) bool {
 func decodeRawChecked(b []byte, s *rawSummary) error {
 	d := decoder{b: b}
 	v := d.u8()
-	if v != summaryVersion && v != summaryVersion2 && v != summaryVersion3 {
+	if v != summaryVersion && v != summaryVersion2 && v != summaryVersion3 && v != summaryVersion4 {
 		return fmt.Errorf("%w: summary version %d", ErrBadRecord, v)
 	}
 	s.Schema = int(d.u16())
-	s.Params = space.Params{R: int(d.u16()), F: int(d.u16()), U: int(d.u16()), S: int(d.u16()), W: int(d.u16()), L: int(d.u16())}
-	if v >= summaryVersion2 {
-		s.Params.A = int(d.u16())
+	if v == summaryVersion4 {
+		s.Params = d.params8()
+	} else {
+		s.Params = space.Params{R: int(d.u16()), F: int(d.u16()), U: int(d.u16()), S: int(d.u16()), W: int(d.u16()), L: int(d.u16())}
+		if v >= summaryVersion2 {
+			s.Params.A = int(d.u16())
+		}
 	}
 	flags := d.u8()
 	s.Class = ClassExact
@@ -213,11 +233,24 @@ func decodeRawChecked(b []byte, s *rawSummary) error {
 	s.ToolVersion = d.bytes(int(d.u16()))
 	s.CubinHash = d.bytes(int(d.u16()))
 	s.Exact = rawExact{}
-	if v == summaryVersion3 {
+	hasExact := v == summaryVersion3
+	if v == summaryVersion4 {
+		switch xp := d.u8(); {
+		case xp == 1:
+			hasExact = true
+		case xp != 0 && d.err == nil:
+			return fmt.Errorf("%w: exact alternative marker %#x", ErrBadRecord, xp)
+		}
+	}
+	if hasExact {
 		x := &s.Exact
 		x.Present = true
-		x.Params = space.Params{R: int(d.u16()), F: int(d.u16()), U: int(d.u16()), S: int(d.u16()), W: int(d.u16()),
-			L: int(d.u16()), A: int(d.u16())}
+		if v == summaryVersion4 {
+			x.Params = d.params8()
+		} else {
+			x.Params = space.Params{R: int(d.u16()), F: int(d.u16()), U: int(d.u16()), S: int(d.u16()), W: int(d.u16()),
+				L: int(d.u16()), A: int(d.u16())}
+		}
 		xf := d.u8()
 		if xf&^1 != 0 && d.err == nil {
 			return fmt.Errorf("%w: exact alternative flags %#x", ErrBadRecord, xf)

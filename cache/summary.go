@@ -75,6 +75,11 @@ func (s Summary) Stale(currentSourceHash, toolVersion string) (stale bool, why s
 
 // summaryVersion is the first byte of an encoded summary.
 //
+// Version 1 is u16 schema, six u16 knobs R, F, U, S, W, L, u8 flags (1 =
+// tolerance class, 2 = throttled), five f64 (median µs, GB/s, % of
+// ceiling, speedup, p), i64 Unix ns (0 = zero time), then u16-length
+// strings decision, GPU name, source hash, tool version and cubin hash.
+//
 // Version 2 (written only when Params.A, the activation-path knob, is not
 // 0, so that summaries of other variants stay readable by older readers)
 // has A as a seventh u16 after L.
@@ -83,10 +88,18 @@ func (s Summary) Stale(currentSourceHash, toolVersion string) (stale bool, why s
 // version 2 followed by the alternative: seven u16 knobs, u8 flags (1 =
 // kept stock), five f64 (median µs, GB/s, % of ceiling, speedup, p), then
 // u16-length strings decision and cubin hash.
+//
+// Version 4 (written only when Params.G, the row-groups launch knob, or
+// the exact alternative's Params.G is not 0; versions 1 to 3 are written
+// exactly as before otherwise) has eight u16 knobs in ID order R, F, U, S,
+// W, G, L, A, then version 1's flags, figures, time and strings, then u8 1
+// if an exact alternative follows (else 0) and the alternative as in
+// version 3 but with the same eight knobs.
 const (
 	summaryVersion  = 1
 	summaryVersion2 = 2
 	summaryVersion3 = 3
+	summaryVersion4 = 4
 )
 
 var errShortSummary = errors.New("summary truncated")
@@ -94,16 +107,21 @@ var errShortSummary = errors.New("summary truncated")
 // encodeSummary writes s (without its key, which is the index key).
 func encodeSummary(s Summary) []byte {
 	b := make([]byte, 0, 128+len(s.Exact.Decision)+len(s.Exact.CubinHash)+len(s.Decision)+len(s.GPUName)+len(s.SourceHash)+len(s.ToolVersion)+len(s.CubinHash))
-	knobs := []int{s.Params.R, s.Params.F, s.Params.U, s.Params.S, s.Params.W, s.Params.L}
+	p := &s.Params
+	knobs := []int{p.R, p.F, p.U, p.S, p.W, p.L}
+	v4 := p.G != 0 || s.Exact.Present && s.Exact.Params.G != 0
 	switch {
+	case v4:
+		b = append(b, summaryVersion4)
+		knobs = []int{p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A}
 	case s.Exact.Present:
 		b = append(b, summaryVersion3)
-		knobs = append(knobs, s.Params.A)
-	case s.Params.A == 0:
+		knobs = append(knobs, p.A)
+	case p.A == 0:
 		b = append(b, summaryVersion)
 	default:
 		b = append(b, summaryVersion2)
-		knobs = append(knobs, s.Params.A)
+		knobs = append(knobs, p.A)
 	}
 	b = binary.LittleEndian.AppendUint16(b, uint16(s.Schema))
 	for _, v := range knobs {
@@ -126,9 +144,20 @@ func encodeSummary(s Summary) []byte {
 	}
 	b = binary.LittleEndian.AppendUint64(b, uint64(t))
 	b = appendStrings(b, s.Decision, s.GPUName, s.SourceHash, s.ToolVersion, s.CubinHash)
+	if v4 {
+		if s.Exact.Present {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
 	if x := &s.Exact; x.Present {
 		q := x.Params
-		for _, v := range [...]int{q.R, q.F, q.U, q.S, q.W, q.L, q.A} {
+		xk := []int{q.R, q.F, q.U, q.S, q.W, q.L, q.A}
+		if v4 {
+			xk = []int{q.R, q.F, q.U, q.S, q.W, q.G, q.L, q.A}
+		}
+		for _, v := range xk {
 			b = binary.LittleEndian.AppendUint16(b, uint16(v))
 		}
 		var xf byte
@@ -215,3 +244,10 @@ func (d *decoder) u64() uint64 {
 }
 
 func (d *decoder) bytes(n int) []byte { return d.take(n) }
+
+// params8 reads eight u16 knobs in ID order R, F, U, S, W, G, L, A (a
+// version 4 summary).
+func (d *decoder) params8() space.Params {
+	return space.Params{R: int(d.u16()), F: int(d.u16()), U: int(d.u16()), S: int(d.u16()), W: int(d.u16()),
+		G: int(d.u16()), L: int(d.u16()), A: int(d.u16())}
+}

@@ -38,13 +38,26 @@ import (
 //	u32 alternative count (at least 1)
 //	alternatives, tableAltSize bytes each (offsets aRec ... aFig below)
 //
-// Writers write version 3 when some summary has an exact alternative,
-// version 2 when none has (so that older readers still read it), both
-// whenever every summary fits a record (see tableBuilder.add), else version
-// 1. All three are read.
+// Version 4 stores knob G (row groups per block), which the records' seven
+// knob bytes do not hold, as two columns after them: version 3's sections
+// (but the alternative count may be 0), then
+//
+//	n bytes: knob G of each record, in record order
+//	alternative count bytes: knob G of each alternative, in their order
+//
+// A version 4 index has some G that is not 0.
+//
+// Writers write version 4 when some summary (or its exact alternative) has
+// G != 0, else version 3 when some summary has an exact alternative, else
+// version 2 (so that older readers still read what they can: a version
+// 2 or 3 index is byte for byte what the release before knob G wrote),
+// all whenever every summary fits a record (see tableBuilder.add), else
+// version 1. All four are read; readers before version 4 do not know it
+// and rebuild the summaries from the JSON records, never misreading it.
 const (
 	indexVersion2 = 2
 	indexVersion3 = 3
+	indexVersion4 = 4
 )
 
 // A record of a Table: string fields are indexes into Table.strs.
@@ -54,7 +67,7 @@ const (
 	rRows   = 4  // u32
 	rCols   = 8  // u32
 	rSchema = 12 // u16
-	rParams = 14 // 7 × u8: R, F, U, S, W, L, A
+	rParams = 14 // 7 × u8: R, F, U, S, W, L, A (G: Table.recG)
 	rFlags  = 21 // u8: recTolerance, recThrottled, recSide, recExact
 	rGPU    = 22 // u16
 	rSource = 24 // u16
@@ -72,7 +85,7 @@ const (
 // references are those of the records.
 const (
 	aRec    = 0  // u32: index of the record it belongs to
-	aParams = 4  // 7 × u8: R, F, U, S, W, L, A
+	aParams = 4  // 7 × u8: R, F, U, S, W, L, A (G: Table.altG)
 	aFlags  = 11 // u8: altKept
 	aCubin  = 12 // u16
 	aDecLen = 14 // u16
@@ -92,7 +105,8 @@ const (
 	recExact // the record has an exact alternative (version 3)
 )
 
-// paramsFields is the number of knobs in space.Params; records hold 7.
+// paramsFields is the number of knobs in space.Params; records hold 7 of
+// them, the G column of version 4 the eighth (see paramsKnobs).
 var paramsFields = reflect.TypeFor[space.Params]().NumField()
 
 // noRef is the arch or format reference of a side record whose name did
@@ -110,6 +124,8 @@ type Table struct {
 	text   string   // decisions
 	alts   []byte   // nalt × tableAltSize, by record index
 	nalt   int
+	recG   []byte    // n bytes: knob G of each record; nil: every G is 0
+	altG   []byte    // nalt bytes: knob G of each alternative; nil with recG
 	side   []Summary // summaries that do not fit a record (in memory only)
 	bad    []BadEntry
 	cubins map[string]CubinRef // where each cubin a record names lies in the file
@@ -164,9 +180,10 @@ func readerDB(path string, opts *Options) (*DB, error) {
 	return db, nil
 }
 
-// loadTable reads tx's index: a version 2 index is copied, a version 1
-// index decoded, and an unreadable one rebuilt from the JSON records. With
-// locate, the cubins the records name are located in the file.
+// loadTable reads tx's index: a version 2, 3 or 4 index is copied, a
+// version 1 index decoded, and an unreadable one rebuilt from the JSON
+// records. With locate, the cubins the records name are located in the
+// file.
 func loadTable(tx *bolt.Tx, locate bool) (*Table, error) {
 	var raw []byte
 	if m := tx.Bucket(bucketMeta); m != nil {
@@ -237,12 +254,12 @@ func checkIndex(b []byte) (n int, ok bool) {
 	return n, len(d.b) == 0
 }
 
-// parseTable reads a version 2 or 3 index; false if b is not one or does
-// not check out (then the index is read as version 1 or rebuilt).
+// parseTable reads a version 2, 3 or 4 index; false if b is not one or
+// does not check out (then the index is read as version 1 or rebuilt).
 func parseTable(b []byte) (*Table, bool) {
 	d := decoder{b: b}
 	v := d.u8()
-	if v != indexVersion2 && v != indexVersion3 {
+	if v != indexVersion2 && v != indexVersion3 && v != indexVersion4 {
 		return nil, false
 	}
 	n := int(d.u32())
@@ -256,21 +273,35 @@ func parseTable(b []byte) (*Table, bool) {
 	}
 	text := d.bytes(int(d.u32()))
 	recs := d.bytes(n * tableRecSize)
-	var alts []byte
-	if v == indexVersion3 {
+	var alts, recG, altG []byte
+	if v >= indexVersion3 {
 		t.nalt = int(d.u32())
-		if d.err != nil || t.nalt < 1 || t.nalt > n {
+		if d.err != nil || t.nalt < 1 && v == indexVersion3 || t.nalt > n {
 			return nil, false
 		}
 		alts = d.bytes(t.nalt * tableAltSize)
+	}
+	if v == indexVersion4 {
+		recG = d.bytes(n)
+		altG = d.bytes(t.nalt)
+		if d.err != nil || !slices.ContainsFunc(recG, nonZero) && !slices.ContainsFunc(altG, nonZero) {
+			return nil, false // all G 0: a writer stores version 2 or 3
+		}
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return nil, false
 	}
 	t.text = string(text)
 	t.recs = bytes.Clone(recs)
-	if alts != nil {
+	if t.nalt > 0 {
 		t.alts = bytes.Clone(alts)
+	}
+	if v == indexVersion4 {
+		// One allocation for both columns.
+		g := make([]byte, n+t.nalt)
+		copy(g, recG)
+		copy(g[n:], altG)
+		t.recG, t.altG = g[:n:n], g[n:]
 	}
 	if !t.check() {
 		return nil, false
@@ -278,8 +309,10 @@ func parseTable(b []byte) (*Table, bool) {
 	return t, true
 }
 
-// check validates every record of a parsed version 2 table: what a writer
-// stores always passes, so a failure means a damaged index.
+func nonZero(b byte) bool { return b != 0 }
+
+// check validates every record of a parsed table: what a writer stores
+// always passes, so a failure means a damaged index.
 func (t *Table) check() bool {
 	ns := len(t.strs)
 	if ns > noRef {
@@ -325,25 +358,34 @@ func (t *Table) check() bool {
 		if le.Uint16(r[rSchema:]) != SchemaVersion {
 			continue
 		}
-		p := (*[7]byte)(r[rParams:])
-		if m == nil || p[0]|p[1]|p[2]|p[3]|p[4]|p[5]|p[6] > 63 {
-			if q := recParams(r); !paramsOK(&q) {
-				return false
-			}
-			continue
+		var g byte
+		if t.recG != nil {
+			g = t.recG[i]
 		}
-		if (m[0]>>p[0])&(m[1]>>p[1])&(m[2]>>p[2])&(m[3]>>p[3])&(m[4]>>p[4])&(m[5]>>p[5])&(m[6]>>p[6])&1 == 0 {
+		if !knobBytesOK(m, (*[7]byte)(r[rParams:]), g) {
 			return false
 		}
 	}
 	return nExact == t.nalt
 }
 
-// checkAlts validates the exact alternatives of a parsed version 3 table:
+// knobBytesOK is paramsOK for the knobs of a table record or alternative:
+// p holds R, F, U, S, W, L, A; g is G; m is knobMasks().
+func knobBytesOK(m []knobBits, p *[7]byte, g byte) bool {
+	if m == nil {
+		q := knobParams(p, g)
+		return paramsOK(&q)
+	}
+	return m[0].hasByte(p[0]) && m[1].hasByte(p[1]) && m[2].hasByte(p[2]) && m[3].hasByte(p[3]) &&
+		m[4].hasByte(p[4]) && m[5].hasByte(g) && m[6].hasByte(p[5]) && m[7].hasByte(p[6])
+}
+
+// checkAlts validates the exact alternatives of a parsed version 3 or 4
+// table:
 // in strictly increasing record order, each of a record flagged recExact
 // (check counts those), references in range, knobs valid for a record of
 // this schema.
-func (t *Table) checkAlts(m []uint64) bool {
+func (t *Table) checkAlts(m []knobBits) bool {
 	le := binary.LittleEndian
 	prev := -1
 	for k := 0; k < t.nalt; k++ {
@@ -358,33 +400,34 @@ func (t *Table) checkAlts(m []uint64) bool {
 		if le.Uint16(t.rec(i)[rSchema:]) != SchemaVersion {
 			continue
 		}
-		p := (*[7]byte)(a[aParams:])
-		if m == nil || p[0]|p[1]|p[2]|p[3]|p[4]|p[5]|p[6] > 63 {
-			if q := altParams(a); !paramsOK(&q) {
-				return false
-			}
-			continue
+		var g byte
+		if t.altG != nil {
+			g = t.altG[k]
 		}
-		if (m[0]>>p[0])&(m[1]>>p[1])&(m[2]>>p[2])&(m[3]>>p[3])&(m[4]>>p[4])&(m[5]>>p[5])&(m[6]>>p[6])&1 == 0 {
+		if !knobBytesOK(m, (*[7]byte)(a[aParams:]), g) {
 			return false
 		}
 	}
 	return true
 }
 
-// encode writes t as a version 2 index, or version 3 if a record has an
-// exact alternative; false if t holds a side record.
+// encode writes t as a version 2 index, version 3 if a record has an
+// exact alternative, version 4 if a record or an alternative has G != 0;
+// false if t holds a side record.
 func (t *Table) encode() ([]byte, bool) {
 	if len(t.side) > 0 {
 		return nil, false
 	}
-	size := 1 + 4 + 2 + 4 + len(t.text) + len(t.recs) + 4 + len(t.alts)
+	size := 1 + 4 + 2 + 4 + len(t.text) + len(t.recs) + 4 + len(t.alts) + len(t.recG) + len(t.altG)
 	for _, s := range t.strs {
 		size += 2 + len(s)
 	}
 	b := make([]byte, 0, size)
 	v := byte(indexVersion2)
-	if t.nalt > 0 {
+	switch {
+	case t.recG != nil:
+		v = indexVersion4
+	case t.nalt > 0:
 		v = indexVersion3
 	}
 	b = append(b, v)
@@ -397,9 +440,13 @@ func (t *Table) encode() ([]byte, bool) {
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(t.text)))
 	b = append(b, t.text...)
 	b = append(b, t.recs...)
-	if t.nalt > 0 {
+	if v >= indexVersion3 {
 		b = binary.LittleEndian.AppendUint32(b, uint32(t.nalt))
 		b = append(b, t.alts...)
+	}
+	if v == indexVersion4 {
+		b = append(b, t.recG...)
+		b = append(b, t.altG...)
 	}
 	return b, true
 }
@@ -451,10 +498,19 @@ func (t *Table) locateCubins(tx *bolt.Tx) {
 	}
 }
 
-// recParams reads a record's knobs.
-func recParams(r *[tableRecSize]byte) space.Params {
-	p := r[rParams : rParams+7]
-	return space.Params{R: int(p[0]), F: int(p[1]), U: int(p[2]), S: int(p[3]), W: int(p[4]), L: int(p[5]), A: int(p[6])}
+// knobParams makes the knobs of a record or alternative: p holds R, F, U,
+// S, W, L, A; g is G.
+func knobParams(p *[7]byte, g byte) space.Params {
+	return space.Params{R: int(p[0]), F: int(p[1]), U: int(p[2]), S: int(p[3]), W: int(p[4]), G: int(g), L: int(p[5]), A: int(p[6])}
+}
+
+// recParams reads record i's knobs.
+func (t *Table) recParams(i int) space.Params {
+	var g byte
+	if t.recG != nil {
+		g = t.recG[i]
+	}
+	return knobParams((*[7]byte)(t.recs[i*tableRecSize+rParams:]), g)
 }
 
 func (t *Table) rec(i int) []byte {
@@ -465,10 +521,13 @@ func (t *Table) alt(k int) []byte {
 	return t.alts[k*tableAltSize : (k+1)*tableAltSize : (k+1)*tableAltSize]
 }
 
-// altParams reads an alternative's knobs.
-func altParams(a []byte) space.Params {
-	p := a[aParams : aParams+7]
-	return space.Params{R: int(p[0]), F: int(p[1]), U: int(p[2]), S: int(p[3]), W: int(p[4]), L: int(p[5]), A: int(p[6])}
+// altParams reads alternative k's knobs.
+func (t *Table) altParams(k int) space.Params {
+	var g byte
+	if t.altG != nil {
+		g = t.altG[k]
+	}
+	return knobParams((*[7]byte)(t.alts[k*tableAltSize+aParams:]), g)
 }
 
 // exact returns record i's exact alternative (a binary search: the
@@ -493,7 +552,7 @@ func (t *Table) exact(i int) ExactSummary {
 	}
 	off := le.Uint32(a[aDecOff:])
 	return ExactSummary{
-		Present: true, Params: altParams(a), Kept: a[aFlags]&altKept != 0,
+		Present: true, Params: t.altParams(lo), Kept: a[aFlags]&altKept != 0,
 		Decision:   t.text[off : off+uint32(le.Uint16(a[aDecLen:]))],
 		MedianUS:   math.Float64frombits(le.Uint64(a[aFig:])),
 		GBs:        math.Float64frombits(le.Uint64(a[aFig+8:])),
@@ -547,7 +606,7 @@ func (t *Table) Summary(i int) Summary {
 	s := Summary{
 		Key:    t.Key(i),
 		Schema: int(le.Uint16(r[rSchema:])),
-		Params: recParams((*[tableRecSize]byte)(r)),
+		Params: t.recParams(i),
 		Class:  ClassExact, Throttled: r[rFlags]&recThrottled != 0,
 		MedianUS: math.Float64frombits(le.Uint64(r[rFig:])), GBs: math.Float64frombits(le.Uint64(r[rFig+8:])),
 		PctCeiling: math.Float64frombits(le.Uint64(r[rFig+16:])), Speedup: math.Float64frombits(le.Uint64(r[rFig+24:])),
@@ -579,6 +638,9 @@ func (t *Table) Cubin(hash string) (CubinRef, bool) {
 // tableBuilder makes a Table from summaries, one at a time.
 type tableBuilder struct {
 	t       *Table
+	recG    []byte // knob G of each record
+	altG    []byte // knob G of each alternative
+	hasG    bool   // some G is not 0
 	ids     map[string]uint16
 	text    strings.Builder
 	decs    map[string]uint32 // decision → offset in text
@@ -587,7 +649,8 @@ type tableBuilder struct {
 }
 
 func newTableBuilder(n int) *tableBuilder {
-	return &tableBuilder{t: &Table{recs: make([]byte, 0, n*tableRecSize)}, ids: map[string]uint16{}, decs: map[string]uint32{}}
+	return &tableBuilder{t: &Table{recs: make([]byte, 0, n*tableRecSize)}, recG: make([]byte, 0, n),
+		ids: map[string]uint16{}, decs: map[string]uint32{}}
 }
 
 // addEntry adds a version 1 index entry: key and encoded summary, falling
@@ -647,14 +710,14 @@ func (b *tableBuilder) add(s *rawSummary) {
 	var refs [6]uint16
 	fits := s.Schema >= 0 && s.Schema <= math.MaxUint16 && (s.Class == ClassExact || s.Class == ClassTolerance) &&
 		len(s.Decision) <= math.MaxUint16 && b.text.Len()+len(s.Decision) <= math.MaxUint32
-	for _, v := range [...]int{s.Params.R, s.Params.F, s.Params.U, s.Params.S, s.Params.W, s.Params.L, s.Params.A} {
+	for _, v := range [...]int{s.Params.R, s.Params.F, s.Params.U, s.Params.S, s.Params.W, s.Params.G, s.Params.L, s.Params.A} {
 		fits = fits && v >= 0 && v <= math.MaxUint8
 	}
-	fits = fits && paramsFields == 7 // else a knob would be lost
+	fits = fits && paramsFields == 8 // else a knob would be lost
 	x := &s.Exact
 	if x.Present {
 		fits = fits && len(x.Decision) <= math.MaxUint16 && b.text.Len()+len(s.Decision)+len(x.Decision) <= math.MaxUint32
-		for _, v := range [...]int{x.Params.R, x.Params.F, x.Params.U, x.Params.S, x.Params.W, x.Params.L, x.Params.A} {
+		for _, v := range [...]int{x.Params.R, x.Params.F, x.Params.U, x.Params.S, x.Params.W, x.Params.G, x.Params.L, x.Params.A} {
 			fits = fits && v >= 0 && v <= math.MaxUint8
 		}
 	}
@@ -692,8 +755,11 @@ func (b *tableBuilder) add(s *rawSummary) {
 		r[rFlags] = recSide
 		le.PutUint32(r[rDecOff:], uint32(len(t.side)))
 		t.side = append(t.side, s.summary(func(b []byte) string { return string(b) }))
+		b.recG = append(b.recG, 0) // unused: the side summary has it
 		return
 	}
+	b.recG = append(b.recG, byte(s.Params.G))
+	b.hasG = b.hasG || s.Params.G != 0
 	le.PutUint16(r[rSchema:], uint16(s.Schema))
 	p := r[rParams : rParams+7]
 	p[0], p[1], p[2], p[3], p[4], p[5], p[6] = byte(s.Params.R), byte(s.Params.F), byte(s.Params.U), byte(s.Params.S),
@@ -733,6 +799,8 @@ func (b *tableBuilder) addExact(i int, x *rawExact, cubin uint16) {
 	p := a[aParams : aParams+7]
 	q := &x.Params
 	p[0], p[1], p[2], p[3], p[4], p[5], p[6] = byte(q.R), byte(q.F), byte(q.U), byte(q.S), byte(q.W), byte(q.L), byte(q.A)
+	b.altG = append(b.altG, byte(q.G))
+	b.hasG = b.hasG || q.G != 0
 	a[aFlags] = 0
 	if x.Kept {
 		a[aFlags] = altKept
@@ -770,5 +838,11 @@ func (b *tableBuilder) addSummary(sum Summary) {
 
 func (b *tableBuilder) finish() *Table {
 	b.t.text = b.text.String()
+	if b.hasG {
+		b.t.recG, b.t.altG = b.recG, b.altG
+		if b.t.altG == nil {
+			b.t.altG = []byte{}
+		}
+	}
 	return b.t
 }

@@ -21,7 +21,11 @@ func tableCache(t testing.TB, n int) string { return tableCacheWith(t, n, true) 
 
 // tableCacheWith is tableCache; without alts no record has an exact
 // alternative (the index is then written as version 2).
-func tableCacheWith(t testing.TB, n int, alts bool) string {
+func tableCacheWith(t testing.TB, n int, alts bool) string { return tableCacheOpts(t, n, alts, false) }
+
+// tableCacheOpts is tableCacheWith; with g some winners and some exact
+// alternatives have knob G != 0 (the index is then written as version 4).
+func tableCacheOpts(t testing.TB, n int, alts, g bool) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tune.db")
 	db, err := Open(path, nil)
@@ -35,6 +39,9 @@ func tableCacheWith(t testing.TB, n int, alts bool) string {
 		for _, arch := range []string{"sm_90", "sm_80", "sm_100"} {
 			for _, format := range []string{"q4_0", "q8_0"} {
 				p := space.Params{R: []int{1, 2, 4}[rng.IntN(3)], U: 1, W: 8, L: rng.IntN(2)}
+				if g && i%3 != 2 {
+					p.G = []int{0, 2, 8, 128}[rng.IntN(4)]
+				}
 				class := ClassExact
 				if rng.IntN(3) == 0 {
 					class = ClassTolerance
@@ -54,6 +61,9 @@ func tableCacheWith(t testing.TB, n int, alts bool) string {
 						Decision: "kept v1: no verified variant is faster", MedianUS: 50, GBs: 1000, PctCeiling: 22, Speedup: 1, P: 1}
 					if i%3 != 0 {
 						q := space.Params{R: []int{2, 3, 4}[i%3], F: 1, U: 2, W: 4}
+						if g && i%2 == 1 {
+							q.G = 64
+						}
 						x = &Alternative{WinnerID: q.ID(), Params: q, Class: ClassExact, Decision: fmt.Sprintf("%s: +%d %% over v1", q.ID(), i%40),
 							MedianUS: 30 * rng.Float64(), GBs: 3000 * rng.Float64(), PctCeiling: 60, Speedup: 1.4, P: 0.001}
 						if i%2 == 0 {
@@ -124,21 +134,27 @@ func tableSummaries(t testing.TB, path string) []Summary {
 }
 
 // TestTableVersions: writers store version 2 (version 3 when a record has
-// an exact alternative); a version 1 index, and an unreadable one (rebuilt
-// from the records), read the same.
+// an exact alternative, version 4 when a record or alternative has knob G);
+// a version 1 index, and an unreadable one (rebuilt from the records), read
+// the same.
 func TestTableVersions(t *testing.T) {
-	for _, alts := range []bool{false, true} {
-		t.Run(fmt.Sprintf("alternatives=%v", alts), func(t *testing.T) { testTableVersions(t, alts) })
+	tests := []struct {
+		alts, g bool
+		version byte
+	}{
+		{false, false, indexVersion2},
+		{true, false, indexVersion3},
+		{false, true, indexVersion4},
+		{true, true, indexVersion4},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("alternatives=%v,g=%v", tt.alts, tt.g), func(t *testing.T) { testTableVersions(t, tt.alts, tt.g, tt.version) })
 	}
 }
 
-func testTableVersions(t *testing.T, alts bool) {
-	path := tableCacheWith(t, 120, alts)
+func testTableVersions(t *testing.T, alts, g bool, version byte) {
+	path := tableCacheOpts(t, 120, alts, g)
 	v2 := rawIndex(t, path)
-	version := byte(indexVersion2)
-	if alts {
-		version = indexVersion3
-	}
 	if v2[0] != version {
 		t.Fatalf("index version %d; want %d", v2[0], version)
 	}
@@ -157,6 +173,18 @@ func testTableVersions(t *testing.T, alts bool) {
 	}
 	if alts != (nx > 0) {
 		t.Fatalf("%d summaries with an exact alternative (alternatives %v)", nx, alts)
+	}
+	ng, nxg := 0, 0
+	for _, s := range want {
+		if s.Params.G != 0 {
+			ng++
+		}
+		if s.Exact.Params.G != 0 {
+			nxg++
+		}
+	}
+	if g != (ng > 0) || (g && alts) != (nxg > 0) {
+		t.Fatalf("%d winners and %d alternatives with G != 0 (g %v, alternatives %v)", ng, nxg, g, alts)
 	}
 	ro, err := Open(path, &Options{ReadOnly: true})
 	if err != nil {
@@ -205,10 +233,16 @@ func testTableVersions(t *testing.T, alts bool) {
 	}
 }
 
-// TestTableDamage: no cut or flipped byte of a version 2 index panics; what
-// parses has every record checked.
+// TestTableDamage: no cut or flipped byte of a version 3 or 4 index panics;
+// what parses has every record checked.
 func TestTableDamage(t *testing.T) {
-	v2 := rawIndex(t, tableCache(t, 30))
+	for _, g := range []bool{false, true} {
+		t.Run(fmt.Sprintf("g=%v", g), func(t *testing.T) { testTableDamage(t, g) })
+	}
+}
+
+func testTableDamage(t *testing.T, g bool) {
+	v2 := rawIndex(t, tableCacheOpts(t, 30, true, g))
 	for n := 0; n < len(v2); n++ {
 		if tb, ok := parseTable(v2[:n]); ok {
 			for i := 0; i < tb.Len(); i++ {
@@ -225,8 +259,8 @@ func TestTableDamage(t *testing.T) {
 		if tb, ok := parseTable(b); ok {
 			for i := 0; i < tb.Len(); i++ {
 				s := tb.Summary(i)
-				if s.Schema == SchemaVersion && s.Params.Validate() != nil {
-					t.Fatalf("damaged table passed with invalid params %+v", s.Params)
+				if s.Schema == SchemaVersion && (s.Params.Validate() != nil || s.Exact.Present && s.Exact.Params.Validate() != nil) {
+					t.Fatalf("damaged table passed with invalid params %+v, %+v", s.Params, s.Exact.Params)
 				}
 			}
 		}
@@ -255,6 +289,17 @@ func FuzzParseTable(f *testing.F) {
 	}
 	b, _ = tb.finish().encode()
 	f.Add(b)
+	for _, withAlt := range []bool{false, true} {
+		tb = newTableBuilder(2)
+		s := Summary{Key: Key{"sm_90", "q4_0", 64, 256}, Schema: 1, Params: space.Params{R: 2, U: 1, W: 8, G: 8}, Class: ClassTolerance, Decision: "g8 won"}
+		if withAlt {
+			s.Exact = ExactSummary{Present: true, Params: space.Params{R: 4, U: 2, W: 8, G: 128}, Decision: "r4 won", CubinHash: "cd"}
+		}
+		tb.addSummary(s)
+		tb.addSummary(Summary{Key: Key{"sm_80", "bf16", 8, 8}, Schema: 1, Params: space.Stock, Class: ClassExact})
+		b, _ = tb.finish().encode()
+		f.Add(b)
+	}
 	f.Add([]byte{2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{2})
@@ -396,8 +441,8 @@ func BenchmarkReadTableV1(b *testing.B) {
 // TestKnobA: the activation-path knob survives every encoding (a summary
 // of version 2, both index versions).
 func TestKnobA(t *testing.T) {
-	if n := reflect.TypeFor[space.Params]().NumField(); n != 7 {
-		t.Fatalf("space.Params has %d knobs; summaries and table records encode 7: extend them", n)
+	if n := reflect.TypeFor[space.Params]().NumField(); n != 8 {
+		t.Fatalf("space.Params has %d knobs; summaries and table records encode 8: extend them", n)
 	}
 	s := Summary{Schema: 1, Params: space.Params{R: 2, F: 0, U: 1, S: 0, W: 8, L: 0, A: 1}, Class: ClassTolerance, Decision: "d"}
 	b := encodeSummary(s)
@@ -452,4 +497,164 @@ func TestKnobA(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("version 1 index")
+}
+
+// TestKnobG: knob G of winners and exact alternatives survives the table
+// (version 4); a table without G is written as before (version 2 or 3,
+// which are version 4 without its G columns).
+func TestKnobG(t *testing.T) {
+	sum := func(rows, g int, x ExactSummary) Summary {
+		p := space.Params{R: 2, U: 1, W: 8, G: g, A: 1}
+		return Summary{Key: Key{"sm_90", "q4_0", rows, 4096}, Schema: 1, Params: p, Class: ClassTolerance,
+			Decision: p.ID() + " won", MedianUS: 3, GBs: 4000, Speedup: 1.2, P: 0.01, GPUName: "NVIDIA H200",
+			SourceHash: "abc", ToolVersion: ToolVersion, CubinHash: "ff", Time: time.Unix(100, 5).UTC(), Exact: x}
+	}
+	alt := func(g int) ExactSummary {
+		q := space.Params{R: 4, F: 2, U: 2, W: 4, G: g, L: 1}
+		return ExactSummary{Present: true, Params: q, Decision: q.ID() + ": +30 %", MedianUS: 4, GBs: 3000, Speedup: 1.1, P: 0.02, CubinHash: "ee"}
+	}
+	kept := ExactSummary{Present: true, Params: space.Stock, Kept: true, Decision: "kept v1", Speedup: 1, P: 1}
+	tests := []struct {
+		name    string
+		sums    []Summary
+		version byte
+	}{
+		{"winners only", []Summary{sum(64, 8, ExactSummary{}), sum(128, 0, ExactSummary{}), sum(192, 128, ExactSummary{})}, indexVersion4},
+		{"winner and alternative", []Summary{sum(64, 2, alt(16)), sum(128, 0, ExactSummary{}), sum(192, 4, kept)}, indexVersion4},
+		{"alternative only", []Summary{sum(64, 0, alt(32)), sum(128, 0, alt(0))}, indexVersion4},
+		{"winner g, alternative without", []Summary{sum(64, 64, alt(0))}, indexVersion4},
+		{"no g, alternatives", []Summary{sum(64, 0, alt(0)), sum(128, 0, kept)}, indexVersion3},
+		{"no g", []Summary{sum(64, 0, ExactSummary{}), sum(128, 0, ExactSummary{})}, indexVersion2},
+	}
+	for _, tt := range tests {
+		tb := newTableBuilder(len(tt.sums))
+		for _, s := range tt.sums {
+			tb.addSummary(s)
+		}
+		b, ok := tb.finish().encode()
+		if !ok || b[0] != tt.version {
+			t.Fatalf("%s: encoded %v as version %d; want %d", tt.name, ok, b[0], tt.version)
+		}
+		tab, ok := parseTable(b)
+		if !ok {
+			t.Fatalf("%s: version %d does not parse", tt.name, b[0])
+		}
+		for i, want := range tt.sums {
+			if got := tab.Summary(i); got != want {
+				t.Errorf("%s: summary %d = %+v\nwant %+v", tt.name, i, got, want)
+			}
+		}
+		if again, ok := tab.encode(); !ok || !bytes.Equal(again, b) {
+			t.Errorf("%s: re-encode differs", tt.name)
+		}
+		// The same summaries with G = 0 give version 4 without its columns.
+		tb = newTableBuilder(len(tt.sums))
+		nalt := 0
+		for _, s := range tt.sums {
+			s.Params.G, s.Exact.Params.G = 0, 0
+			if s.Exact.Present {
+				nalt++
+			}
+			tb.addSummary(s)
+		}
+		old, _ := tb.finish().encode()
+		if tt.version != indexVersion4 {
+			if !bytes.Equal(old, b) {
+				t.Errorf("%s: G = 0 encodes differently", tt.name)
+			}
+			continue
+		}
+		want := b[:len(b)-len(tt.sums)-nalt]
+		if nalt == 0 {
+			want = want[:len(want)-4] // version 2 has no alternative count
+		}
+		if old[0] != indexVersion2 && old[0] != indexVersion3 || !bytes.Equal(old[1:], want[1:]) {
+			t.Errorf("%s: version %d with G = 0 is not version 4 without the G columns", tt.name, old[0])
+		}
+		// All G 0 in a version 4 index: not what a writer stores.
+		z := bytes.Clone(b)
+		clear(z[len(z)-len(tt.sums)-nalt:])
+		if _, ok := parseTable(z); ok {
+			t.Errorf("%s: version 4 with every G 0 parsed", tt.name)
+		}
+		// An invalid G is damage.
+		for _, bad := range []byte{1, 3, 255} {
+			z := bytes.Clone(b)
+			z[len(z)-1] = bad
+			if _, ok := parseTable(z); ok {
+				t.Errorf("%s: version 4 with G %d parsed", tt.name, bad)
+			}
+		}
+	}
+
+	// Through a cache: Put, Get, Snapshot, ReadTable, a version 1 index,
+	// and back to version 3 once no record has G.
+	path := filepath.Join(t.TempDir(), "tune.db")
+	db, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	records := func(gs ...[2]int) []Record {
+		var rs []Record
+		for i, g := range gs {
+			p := space.Params{R: 2, U: 1, W: 8, G: g[0], A: 1}
+			q := space.Params{R: 4, U: 2, W: 4, G: g[1]}
+			rs = append(rs, Record{Key: Key{"sm_90", "q4_0", 64 * (i + 1), 256}, WinnerID: p.ID(), Params: p, Class: ClassTolerance,
+				SourceHash: "x", GPUName: "g", Exact: &Alternative{WinnerID: q.ID(), Params: q, Class: ClassExact, Decision: "d"}})
+		}
+		return rs
+	}
+	check := func(what string, version byte, want []Record) {
+		t.Helper()
+		if v := rawIndex(t, path)[0]; v != version {
+			t.Errorf("%s: index version %d; want %d", what, v, version)
+		}
+		got := map[Key]Summary{}
+		for _, s := range tableSummaries(t, path) {
+			got[s.Key] = s
+		}
+		snap, err := db.Snapshot(false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range want {
+			s := got[r.Key]
+			if s.Params != r.Params || s.Exact.Params != r.Exact.Params {
+				t.Errorf("%s: %s: table has %s, exact %s; want %s, %s", what, r.Key, s.Params.ID(), s.Exact.Params.ID(), r.WinnerID, r.Exact.WinnerID)
+			}
+			if g, err := db.Get(r.Key); err != nil || g.Params != r.Params || g.Exact.Params != r.Exact.Params {
+				t.Errorf("%s: Get %s = %+v, %v", what, r.Key, g.Params, err)
+			}
+		}
+		for _, s := range snap.Summaries {
+			if s != got[s.Key] {
+				t.Errorf("%s: snapshot %+v\ntable    %+v", what, s, got[s.Key])
+			}
+		}
+	}
+	withG := records([2]int{8, 0}, [2]int{0, 128}, [2]int{2, 4}, [2]int{0, 0})
+	for _, r := range withG {
+		if err := db.Put(r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("version 4", indexVersion4, withG)
+	ix, err := parseIndex(rawIndex(t, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	setIndex(t, path, ix.encodeV1())
+	if db, err = Open(path, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("version 1 index", indexVersion, withG)
+	noG := records([2]int{0, 0}, [2]int{0, 0}, [2]int{0, 0}, [2]int{0, 0})
+	for _, r := range noG {
+		if err := db.Put(r, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("G replaced by 0", indexVersion3, noG)
 }

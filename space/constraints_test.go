@@ -124,7 +124,9 @@ func TestEnumerateCoversSpace(t *testing.T) {
 	ok, ex := space.Enumerate(lim, space.FamilyKnobs{Layouts: []int{0, 1}, Activations: []int{0, 1}}, smem)
 	want := 1
 	for _, k := range space.Knobs {
-		want *= len(k.Values)
+		if k.Letter != "g" { // the tuner derives g per shape; Enumerate leaves it 0
+			want *= len(k.Values)
+		}
 	}
 	if len(ok)+len(ex) != want {
 		t.Fatalf("Enumerate gave %d+%d points, want %d", len(ok), len(ex), want)
@@ -168,6 +170,39 @@ func TestEnumerateDefaults(t *testing.T) {
 	for _, p := range ok {
 		if p.L != 0 || p.A != 0 {
 			t.Fatalf("%s enumerated without family knobs", p)
+		}
+	}
+}
+
+// TestParseRowGroups covers the launch knob g in IDs: optional, after w and
+// before l and a, omitted at 0 (one group per block), powers of two only.
+func TestParseRowGroups(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		g    int
+		want string // error text; "" = parses
+	}{
+		{"r1f0u4s1w16g8l1a1", 8, ""},
+		{"r2f0u1s1w16g4a1", 4, ""},
+		{"r1f0u1s0w8g2", 2, ""},
+		{"r4f0u2s1w8g128", 128, ""},
+		{"r1f0u1s0w8", 0, ""},
+		{"r1f0u1s0w8g1", 0, "g=1 (row groups per block) not in"},
+		{"r1f0u1s0w8g0", 0, "canonical form"},
+		{"r1f0u1s0w8g3", 0, "g=3 (row groups per block) not in"},
+		{"r1f0u1s0w8g256", 0, "g=256 (row groups per block) not in"},
+		{"r1f0u1s0w8l1g8", 0, "unexpected \"g8\" at the end"},
+		{"r1f0u1s0w8g", 0, "knob g needs a number"},
+	} {
+		p, err := space.Parse(tc.id)
+		if tc.want == "" {
+			if err != nil || p.G != tc.g || p.ID() != tc.id {
+				t.Errorf("Parse(%q) = %+v, %v; want g=%d and the same ID back", tc.id, p, err, tc.g)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v, want an error containing %q", tc.id, err, tc.want)
 		}
 	}
 }

@@ -19,6 +19,13 @@ type Params struct {
 	U int // unroll depth: independent weight loads in flight per lane per step
 	S int // smem staging: 1 = activation vector staged in shared memory once per block
 	W int // warps per block: block size / 32
+	// G is row groups per block (a launch knob): a row group is the R·W
+	// rows one block covers at a time; the grid is ceil(groups/G) blocks
+	// and each block walks groups blockIdx, blockIdx+grid, ..., staging x
+	// once. 0 means 1 (one group per block, the plain grid) and is omitted
+	// from the ID. Per-row summation order does not change, so neither
+	// does the class.
+	G int
 	L int // layout (family knob): 0 = raw ecosystem bytes, 1 = repacked planes; omitted from the ID when 0
 	A int // activation path (family knob): 0 = f32 activations, 1 = int8 activations with dp4a; omitted when 0
 }
@@ -37,13 +44,17 @@ type Knob struct {
 	Values []int
 }
 
-// Knobs lists the common knobs in ID order, followed by the family knobs l and a.
+// Knobs lists the common knobs in ID order, then the launch knob g, then
+// the family knobs l and a. The last three are optional in IDs (omitted at
+// 0). Knob g's values are not enumerated by the explorer: the tuner derives
+// them per shape from occupancy (docs/tuner.md).
 var Knobs = []Knob{
 	{"r", "rows per warp", []int{1, 2, 3, 4, 6, 8}},
 	{"f", "launch-bounds floor", []int{0, 1, 2, 3, 4, 6, 8}},
 	{"u", "unroll depth", []int{1, 2, 4, 8}},
 	{"s", "smem staging", []int{0, 1}},
 	{"w", "warps per block", []int{2, 4, 8, 16}},
+	{"g", "row groups per block", []int{0, 2, 4, 8, 16, 32, 64, 128}},
 	{"l", "layout", []int{0, 1}},
 	{"a", "activation path", []int{0, 1}},
 }
@@ -51,11 +62,14 @@ var Knobs = []Knob{
 // ErrBadID is returned (wrapped) when a variant ID does not parse.
 var ErrBadID = errors.New("invalid variant ID")
 
-// ID returns the canonical variant ID, e.g. "r2f3u1s0w8" (the family knobs
-// appended as "l1" and "a1" only when non-zero). IDs parse back exactly
-// with Parse.
+// ID returns the canonical variant ID, e.g. "r2f3u1s0w8" (the launch knob
+// and the family knobs appended as "g8", "l1" and "a1" only when non-zero).
+// IDs parse back exactly with Parse.
 func (p Params) ID() string {
 	id := fmt.Sprintf("r%df%du%ds%dw%d", p.R, p.F, p.U, p.S, p.W)
+	if p.G != 0 {
+		id += fmt.Sprintf("g%d", p.G)
+	}
 	if p.L != 0 {
 		id += fmt.Sprintf("l%d", p.L)
 	}
@@ -73,7 +87,7 @@ func (p Params) IsStock() bool { return p == Stock }
 
 // Validate checks that every knob holds one of its allowed values.
 func (p Params) Validate() error {
-	vals := []int{p.R, p.F, p.U, p.S, p.W, p.L, p.A}
+	vals := []int{p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A}
 	for i, k := range Knobs {
 		if !contains(k.Values, vals[i]) {
 			return fmt.Errorf("%w: %s=%d (%s) not in %v", ErrBadID, k.Letter, vals[i], k.Name, k.Values)
@@ -92,23 +106,23 @@ func contains(vs []int, v int) bool {
 }
 
 // Parse reads a variant ID: "v1" or a canonical ID such as "r2f3u1s0w8",
-// "r1f0u2s0w8l1" or "r2f0u2s1w8a1". Every common knob must be present once,
-// in order; the family knobs l and a are optional (in that order). Values
-// must be in the knob's value set.
+// "r1f0u2s0w8l1", "r2f0u2s1w8a1" or "r1f0u4s1w16g8l1a1". Every common knob
+// must be present once, in order; g, l and a are optional (in that order).
+// Values must be in the knob's value set.
 func Parse(id string) (Params, error) {
 	if id == StockAlias {
 		return Stock, nil
 	}
 	var p Params
-	vals := []*int{&p.R, &p.F, &p.U, &p.S, &p.W, &p.L, &p.A}
+	vals := []*int{&p.R, &p.F, &p.U, &p.S, &p.W, &p.G, &p.L, &p.A}
 	rest := id
 	for i, k := range Knobs {
-		optional := k.Letter == "l" || k.Letter == "a"
+		optional := k.Letter == "g" || k.Letter == "l" || k.Letter == "a"
 		if optional && !strings.HasPrefix(rest, k.Letter) {
 			continue
 		}
 		if !strings.HasPrefix(rest, k.Letter) {
-			return Params{}, fmt.Errorf("%w %q: want v1 or r<n>f<n>u<n>s<n>w<n>[l<n>][a<n>], e.g. r2f3u1s0w8", ErrBadID, id)
+			return Params{}, fmt.Errorf("%w %q: want v1 or r<n>f<n>u<n>s<n>w<n>[g<n>][l<n>][a<n>], e.g. r2f3u1s0w8", ErrBadID, id)
 		}
 		rest = rest[1:]
 		n := 0

@@ -67,8 +67,8 @@ type build struct {
 // builds every variant without a launch-bounds floor (f=0); ptxas reports
 // its registers. A floor f only changes code by capping registers at
 // RegsPerSM/(f·threads), so phase two builds f>0 only where that cap is
-// below the f=0 count, once per distinct cap. Every variant skipped is
-// listed with the reason.
+// below the f=0 count, once per distinct cap, and stops at the first floor
+// that spills. Every variant skipped is listed with the reason.
 func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim space.Limits, opts Options, extra []source, total int) (build, error) {
 	srcs, err := sourcesFor(fam, lim, opts.Only)
 	if err != nil {
@@ -90,11 +90,22 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 	if len(opts.Only) > 0 {
 		return b, nil
 	}
-	var phase2 []source
+	// Phase two in rounds: each variant's binding floors in rising order
+	// (falling register cap), one floor per variant per round, the rounds
+	// parallel across variants. A floor whose kernel spills ends its
+	// variant's chain: a lower cap would spill too (on the H200 about 85 %
+	// of all binding floors spilled, so compiling them was most of the
+	// compile time).
+	type chain struct {
+		base  compiled
+		floor []source // binding floors, falling cap
+	}
+	var chains []*chain
 	for _, c := range b.compiled {
 		if c.Err != nil || c.Registers == 0 || c.ID != c.Params.ID() {
 			continue
 		}
+		ch := &chain{base: c}
 		capOf := map[int]int{} // register cap → the floor that first gives it
 		for _, f := range space.Knobs[1].Values {
 			if f == 0 {
@@ -122,11 +133,39 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 			if err != nil {
 				return b, err
 			}
-			phase2 = append(phase2, source{ID: p.ID(), Params: p, Code: code})
+			ch.floor = append(ch.floor, source{ID: p.ID(), Params: p, Code: code})
+		}
+		if len(ch.floor) > 0 {
+			chains = append(chains, ch)
 		}
 	}
-	report(opts, Progress{Total: total, Stage: fmt.Sprintf("compile %d %s launch-bounds variants", len(phase2), name)})
-	b.compiled = append(b.compiled, comp.compileAll(ctx, phase2, nil)...)
+	for round := 0; len(chains) > 0; round++ {
+		batch := make([]source, len(chains))
+		for i, ch := range chains {
+			batch[i] = ch.floor[0]
+		}
+		report(opts, Progress{Total: total, Stage: fmt.Sprintf("compile %d %s launch-bounds variants (round %d)", len(batch), name, round+1)})
+		got := comp.compileAll(ctx, batch, nil)
+		if ctx.Err() != nil {
+			return b, ctx.Err()
+		}
+		b.compiled = append(b.compiled, got...)
+		alive := chains[:0]
+		for i, ch := range chains {
+			ch.floor = ch.floor[1:]
+			if got[i].Err == nil && got[i].Spills > 0 {
+				for _, s := range ch.floor {
+					b.skipped = append(b.skipped, Candidate{ID: s.ID, Params: s.Params, Class: string(fam.Class(s.Params)), Status: StatusPruned,
+						Reason: fmt.Sprintf("not compiled: %s already spills at a higher register cap", got[i].ID)})
+				}
+				continue
+			}
+			if len(ch.floor) > 0 {
+				alive = append(alive, ch)
+			}
+		}
+		chains = alive
+	}
 	return b, ctx.Err()
 }
 

@@ -50,7 +50,8 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 	}
 	progress("verify")
 	d.Before = s.clocks()
-	shapeReq := request{Op: opShape, Format: j.Format, Rows: j.Rows, Cols: j.Cols, Seed: time.Now().UnixNano()}
+	shapeReq := request{Op: opShape, Format: j.Format, Rows: j.Rows, Cols: j.Cols, Seed: time.Now().UnixNano(),
+		RowGroups: len(opts.Only) == 0}
 	s.shape = &shapeReq
 	r, err := s.call(shapeReq, shapeTimeout(&shapeReq))
 	if err != nil {
@@ -62,7 +63,9 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 	}
 	d.CeilingGBs = s.ceiling
 
-	// Static pruning with reasons.
+	// Static pruning with reasons. The worker added, for staged variants,
+	// their one-wave twins (knob g, rowGroupsFor): same cubin, own grid.
+	comp = withTwins(comp, r.Attrs)
 	cands := make([]Candidate, 0, len(comp))
 	index := map[string]int{}
 	for _, c := range comp {
@@ -208,7 +211,7 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 // curve tracks resident blocks), so measuring both would spend time on
 // noise. Stock (f=0) is never dropped.
 func pruneUnboundFloors(cands []Candidate) {
-	type key struct{ r, u, s, w, l, regs int }
+	type key struct{ r, u, s, w, g, l, a, regs int }
 	first := map[key]string{}
 	order := make([]int, 0, len(cands))
 	for i := range cands {
@@ -220,11 +223,42 @@ func pruneUnboundFloors(cands []Candidate) {
 		if c.Status != StatusOK || c.ID != c.Params.ID() {
 			continue // planted variants keep their own identity
 		}
-		k := key{c.Params.R, c.Params.U, c.Params.S, c.Params.W, c.Params.L, c.Registers}
+		k := key{c.Params.R, c.Params.U, c.Params.S, c.Params.W, c.Params.G, c.Params.L, c.Params.A, c.Registers}
 		if id, dup := first[k]; dup {
 			c.Status, c.Reason = StatusPruned, fmt.Sprintf("same code as %s: f=%d does not bind (%d registers either way)", id, c.Params.F, c.Registers)
 			continue
 		}
 		first[k] = c.ID
 	}
+}
+
+// withTwins returns comp followed by the g twins the worker reported in
+// attrs (IDs that are not compiled themselves), each sharing its g=0
+// variant's cubin and compile result, in ID order.
+func withTwins(comp []compiled, attrs map[string]moduleAttrs) []compiled {
+	byID := make(map[string]int, len(comp))
+	for i, c := range comp {
+		byID[c.ID] = i
+	}
+	var twins []compiled
+	for id := range attrs {
+		if _, ok := byID[id]; ok {
+			continue
+		}
+		p, err := space.Parse(id)
+		if err != nil || p.G == 0 {
+			continue
+		}
+		base := p
+		base.G = 0
+		i, ok := byID[base.ID()]
+		if !ok {
+			continue
+		}
+		t := comp[i]
+		t.ID, t.Params = id, p
+		twins = append(twins, t)
+	}
+	sort.Slice(twins, func(a, b int) bool { return twins[a].ID < twins[b].ID })
+	return append(comp[:len(comp):len(comp)], twins...)
 }

@@ -38,6 +38,10 @@ type request struct {
 	ID      string       `json:"id,omitempty"`
 	IDs     []string     `json:"ids,omitempty"`
 	Rounds  int          `json:"rounds,omitempty"`
+	// RowGroups (opShape) asks the worker to add, for every loaded
+	// variant with smem staging whose grid exceeds one wave at this
+	// shape, its one-wave twin with knob g set (rowGroupsFor).
+	RowGroups bool `json:"row_groups,omitempty"`
 }
 
 type moduleAttrs struct {

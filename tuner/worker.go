@@ -64,6 +64,9 @@ type worker struct {
 
 // workerShape is the device state of the current job.
 type workerShape struct {
+	// twins are this shape's g variants (request.RowGroups): the module of
+	// their g=0 variant with their own params.
+	twins      map[string]*loadedModule
 	fam        variants.Family
 	rows, cols int
 	bytes      int
@@ -200,7 +203,7 @@ func (w *worker) setShape(req request) response {
 		return response{Err: err.Error()}
 	}
 	s := &workerShape{fam: fam, rows: req.Rows, cols: req.Cols, bytes: len(data.raw), data: data,
-		copies: map[int][]gpu.DevPtr{}, graphs: map[string]gpu.GraphExec{}}
+		copies: map[int][]gpu.DevPtr{}, graphs: map[string]gpu.GraphExec{}, twins: map[string]*loadedModule{}}
 	// Enough copies that the rotation exceeds 4 × L2: every launch reads DRAM.
 	s.nCopies = max(2, int(math.Ceil(4*float64(w.info.L2Bytes)/float64(s.bytes)))+1)
 	est := float64(s.bytes)/3e12 + 3e-6
@@ -232,6 +235,16 @@ func (w *worker) setShape(req request) response {
 				a.Err = err.Error()
 			}
 			attrs[id] = a
+			if !req.RowGroups || a.Err != "" || m.params.S != 1 || m.params.G != 0 {
+				continue
+			}
+			if g := rowGroupsFor(m.params, req.Rows, a.BlocksPerSM, w.info.SMs); g > 0 {
+				t := *m
+				t.params.G = g
+				t.attrs = a
+				s.twins[t.params.ID()] = &t
+				attrs[t.params.ID()] = a
+			}
 		}
 		return nil
 	})
@@ -288,6 +301,9 @@ func (w *worker) module(id string) (*loadedModule, error) {
 		id = space.Stock.ID()
 	}
 	m, ok := w.mods[id]
+	if !ok && w.shape != nil {
+		m, ok = w.shape.twins[id]
+	}
 	if !ok {
 		return nil, fmt.Errorf("module %s not loaded", id)
 	}

@@ -13,7 +13,7 @@ import (
 
 // generatorVersion changes whenever Source's generated header changes in a
 // way that alters kernels; it is part of every SourceHash.
-const generatorVersion = "gemvtune-kernels/2"
+const generatorVersion = "gemvtune-kernels/3"
 
 //go:embed kernels/*.cu
 var kernelFiles embed.FS
@@ -31,6 +31,9 @@ type family struct {
 	layouts  []int   // values of knob l the template supports
 	acts     []int   // values of knob a the template supports
 	bound    float64 // relative L2 error bound vs the float64 reference (a=0)
+	// int8EvenOdd stages int8 x of each group as its even-indexed values,
+	// then its odd ones (affine4: a byte holds weights 2b and 2b+1).
+	int8EvenOdd bool
 
 	src  string // prelude + template, read once
 	hash string // SourceHash
@@ -72,8 +75,8 @@ func (f *family) Format() Format {
 
 func (f *family) Layouts() []int { return slices.Clone(f.layouts) }
 
-// Activations lists knob a's values: 0 (f32 activations) and, for q4_0,
-// q8_0 and q4_K, 1 (int8 activations with dp4a).
+// Activations lists knob a's values: 0 (f32 activations) and, for the
+// quantized formats, 1 (int8 activations with dp4a).
 func (f *family) Activations() []int { return slices.Clone(f.acts) }
 
 func (f *family) SourceHash() string { return f.hash }
@@ -101,13 +104,17 @@ func (f *family) Source(p space.Params) (string, error) {
 	if err := f.checkParams(p); err != nil {
 		return "", err
 	}
+	// Knob g only sets the grid (Launch): the kernel walks its row groups
+	// at a stride of gridDim.x whatever g is, so every g shares one source
+	// and one cubin.
+	p.G = 0
 	var b strings.Builder
 	fmt.Fprintf(&b, "// gemvtune %s %s (%s, source %s)\n", f.format, p.ID(), generatorVersion, f.hash)
 	for _, d := range []struct {
 		name string
 		v    int
 	}{{"GEMV_R", p.R}, {"GEMV_F", p.F}, {"GEMV_U", p.U}, {"GEMV_S", p.S}, {"GEMV_W", p.W}, {"GEMV_L", p.L},
-		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}} {
+		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}
 	b.WriteString(f.src)
@@ -184,8 +191,9 @@ func (f *family) blockWeights() int {
 	return f.chunk
 }
 
-// Launch returns block = 32*W threads, grid = ceil(rows / (R*W)) blocks and,
-// for s=1, the dynamic shared memory of x staged once per block: cols*4
+// Launch returns block = 32*W threads, grid = ceil(ceil(rows / (R*W)) / G)
+// blocks (G = 0 counts as 1: each block walks its row groups of R*W rows at
+// a stride of the grid) and, for s=1, the dynamic shared memory of x staged once per block: cols*4
 // bytes plus, for chunks of 32 weights or more, 16 bytes of padding per
 // chunk (docs/kernels.md: it keeps the lanes' 16-byte reads conflict-free).
 // For a=1 it is the int8 form: 48 bytes per group of 32 x (32 q bytes, then
@@ -196,6 +204,9 @@ func (f *family) Launch(p space.Params, rows, cols int) Launch {
 	l := Launch{
 		Grid:  [3]uint32{uint32((max(rows, 0) + rowsPerBlock - 1) / rowsPerBlock), 1, 1},
 		Block: [3]uint32{uint32(32 * max(p.W, 1)), 1, 1},
+	}
+	if p.G > 1 {
+		l.Grid[0] = (l.Grid[0] + uint32(p.G) - 1) / uint32(p.G)
 	}
 	switch {
 	case p.A == 1:
@@ -246,6 +257,13 @@ func (f *family) Repack(raw []byte, rows, cols, layout int) ([]byte, error) {
 		return nil, fmt.Errorf("repacking %s to layout %d: %w", f.format, layout, err)
 	}
 	return out, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func lcm(a, b int) int {

@@ -4,7 +4,11 @@ package variants
 // of nibbles plus the group's f16 scale and bias. Its bound is wider than
 // the others' because the reference rounds every dequantized weight to f16
 // (MLX's dequantize) while the kernel, like MLX's qmv, does not
-// (docs/kernels.md).
+// (docs/kernels.md). Activations: f32 (a=0, class exact) or int8 per group
+// of 32 with dp4a (a=1, class tolerance), staged even/odd to match the
+// nibble order.
 func init() {
-	registerFamily(newFamily("affine4", "kernels/affine4.cu", 32, []int{0}, []int{0}, boundAffine4))
+	f := newFamily("affine4", "kernels/affine4.cu", 32, []int{0}, []int{0, 1}, boundAffine4)
+	f.int8EvenOdd = true
+	registerFamily(f)
 }

@@ -154,8 +154,21 @@ func TestLaunch(t *testing.T) {
 		{"r3f0u1s0w4", 4096, 4096, 342, 128, 0},
 		{"r1f0u1s1w16", 1000, 14336, 63, 512, 14336*4 + 14336/32*16},
 		{"r8f0u1s0w2", 1, 64, 1, 64, 0},
+		// g: ceil(groups / g) blocks; the rest of the launch is unchanged.
+		{"r1f0u4s1w16g8", 28672, 8192, 224, 512, 8192*4 + 8192/32*16},
+		{"r3f0u1s0w4g4", 4096, 4096, 86, 128, 0}, // 342 groups
+		{"r8f0u1s0w2g128", 1, 64, 1, 64, 0},      // never 0 blocks
+		{"r1f0u1s0w8g2", 8 * 7, 4096, 4, 256, 0}, // 7 groups
 	}
 	f := mustFamily(t, "q8_0")
+	// g does not change the kernel: one source (and cubin) for every g.
+	for _, id := range []string{"r1f0u4s1w16g8l1a1", "r1f0u4s1w16g128l1a1"} {
+		a, errA := f.Source(mustParse(t, id))
+		b, errB := f.Source(mustParse(t, "r1f0u4s1w16l1a1"))
+		if errA != nil || errB != nil || a != b {
+			t.Errorf("Source(%s) differs from its g=0 source (%v, %v)", id, errA, errB)
+		}
+	}
 	if got := mustFamily(t, "bf16").Launch(mustParse(t, "r1f0u1s1w8"), 8, 4096).SharedBytes; got != 4096*4 {
 		t.Errorf("bf16 s=1 smem %d, want %d (no padding for 8-weight chunks)", got, 4096*4)
 	}

@@ -1,6 +1,7 @@
 package variants_test
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -91,7 +92,7 @@ func tunerLikeWeights(rng *rand.Rand, rows, cols int) []float32 {
 // of the model shapes.
 func TestInt8ErrorBound(t *testing.T) {
 	p := mustParse(t, "r1f0u1s1w8a1")
-	for _, name := range []string{"q4_0", "q8_0", "q4_K"} {
+	for _, name := range []string{"q4_0", "q8_0", "q4_K", "affine4"} {
 		f := mustFamily(t, name)
 		bound := f.ErrorBound(p)
 		for _, cols := range []int{4096, 14336} {
@@ -165,8 +166,8 @@ func TestInt8Knob(t *testing.T) {
 	}
 	for _, f := range variants.Families() {
 		name := f.Format().Name()
-		int8 := name == "q4_0" || name == "q8_0" || name == "q4_K"
-		step := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 256}[name]
+		int8 := name != "bf16"
+		step := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 256, "affine4": 64}[name]
 		acts := f.Activations()
 		if int8 && (len(acts) != 2 || acts[0] != 0 || acts[1] != 1) || !int8 && (len(acts) != 1 || acts[0] != 0) {
 			t.Errorf("%s: Activations() = %v", name, acts)
@@ -196,7 +197,7 @@ func TestInt8Knob(t *testing.T) {
 		if b := f.ErrorBound(a1); b != 2e-2 {
 			t.Errorf("%s: a=1 bound %g", name, b)
 		}
-		if b := f.ErrorBound(withA(a1, 0)); b != 1e-5 {
+		if b := f.ErrorBound(withA(a1, 0)); b != map[string]float64{"affine4": 2e-3}[name] && b != 1e-5 {
 			t.Errorf("%s: a=0 bound %g", name, b)
 		}
 		src, err := f.Source(a1)
@@ -206,11 +207,16 @@ func TestInt8Knob(t *testing.T) {
 		if !strings.Contains(src, "#define GEMV_A 1\n") || src == src0 {
 			t.Errorf("%s: a=1 source lacks GEMV_A 1", name)
 		}
+		// affine4 packs weights 2b and 2b+1 in byte b: its int8 x is staged
+		// even values first, then odd ones.
+		if want := fmt.Sprintf("#define GEMV_XQ_EVENODD %d\n", map[bool]int{true: 1}[name == "affine4"]); !strings.Contains(src, want) {
+			t.Errorf("%s: a=1 source lacks %q", name, want)
+		}
 		if err := f.Gate(a1, 37, step); err != nil {
 			t.Errorf("%s Gate(a1, 37x%d) = %v", name, step, err)
 		}
 		l1a1 := mustParse(t, "r4f0u2s1w4l1a1")
-		if err := f.Gate(l1a1, 4096, 14336); (err == nil) != (name != "q4_K") {
+		if err := f.Gate(l1a1, 4096, 14336); (err == nil) != (name == "q4_0" || name == "q8_0") {
 			t.Errorf("%s Gate(%s) = %v", name, l1a1, err)
 		}
 		s0 := mustParse(t, "r2f0u2s0w8a1")
@@ -234,7 +240,7 @@ func TestInt8Knob(t *testing.T) {
 				t.Errorf("%s Launch(a1, 100x%d) = %+v, want smem %d grid 7 block 256", name, cols, l, want)
 			}
 		}
-		chunk := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 64}[name]
+		chunk := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 64, "affine4": 32}[name]
 		if got := f.Launch(withA(a1, 0), 100, 4096).SharedBytes; got != uint32(4096*4+4096/chunk*16) {
 			t.Errorf("%s a=0 s=1 smem %d changed", name, got)
 		}

@@ -87,15 +87,17 @@ func baseOf(p space.Params) space.Params {
 // every 29th variant.
 func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 	all := spaceFor(f, lim)
-	in := map[space.Params]bool{}
+	valid, added := map[space.Params]bool{}, map[space.Params]bool{}
 	for _, p := range all {
-		in[p] = true
+		valid[p] = true
 	}
 	var out []space.Params
-	add := func(p space.Params) {
-		if in[p] {
+	add := func(p space.Params) { // p, when its g=0 variant is in the space
+		base := p
+		base.G = 0
+		if valid[base] && !added[p] {
 			out = append(out, p)
-			in[p] = false
+			added[p] = true
 		}
 	}
 	bases := []space.Params{space.Stock}
@@ -129,6 +131,27 @@ func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 			}
 		}
 	}
+	// Knob g (row groups per block): each base and two corners walk
+	// several row groups per block; small shapes then have fewer blocks
+	// than groups, so the stride loop and its prefetch are exercised.
+	for _, b := range bases {
+		for _, g := range []int{2, 4, 128} {
+			p := b
+			p.S, p.G = 1, g
+			add(p)
+		}
+	}
+	for _, id := range []string{"r8f0u4s1w16g2", "r2f3u8s1w2g4", "r3f0u2s0w4g8"} {
+		for _, a := range f.Activations() {
+			for _, l := range f.Layouts() {
+				p, _ := space.Parse(id)
+				p.L, p.A = l, a
+				if a == 0 || p.S == 1 {
+					add(p)
+				}
+			}
+		}
+	}
 	for _, id := range cornerIDs {
 		for _, a := range f.Activations() {
 			for _, l := range f.Layouts() {
@@ -152,8 +175,8 @@ var cornerIDs = []string{"r8f0u4s1w16", "r3f2u8s0w2", "r6f0u2s1w4", "r4f4u4s0w8"
 // bigSample is the handful of variants run on the largest shapes: for
 // a=1 only those with s=1, plus int8Base.
 func bigSample(f variants.Family) []space.Params {
-	ids := []string{"v1", "r2f0u4s0w8", "r4f0u2s1w4", "r1f0u8s0w16", "r8f0u4s1w16"}
-	ids8 := []string{"r1f0u1s1w8", "r4f0u2s1w4", "r8f0u4s1w16", "r4f0u4s1w8", "r2f0u4s1w8"}
+	ids := []string{"v1", "r2f0u4s0w8", "r4f0u2s1w4", "r1f0u8s0w16", "r8f0u4s1w16", "r2f0u2s1w16g4"}
+	ids8 := []string{"r1f0u1s1w8", "r4f0u2s1w4", "r8f0u4s1w16", "r4f0u4s1w8", "r2f0u4s1w8", "r1f0u4s1w16g8"}
 	var out []space.Params
 	for _, a := range f.Activations() {
 		for _, l := range f.Layouts() {

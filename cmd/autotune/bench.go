@@ -12,6 +12,7 @@ import (
 	"github.com/gemvtune/gemvtune"
 	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/tuner"
+	"github.com/gemvtune/gemvtune/variants"
 )
 
 func init() {
@@ -20,11 +21,14 @@ func init() {
 }
 
 const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--format q4_0,...] [--shape RxC,...] [--cache PATH]
+       autotune bench --variants ID,... [--arch ...] [--format ...] [--shape ...]
 
 Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
 and prints µs, GB/s and %% of the read ceiling measured in the same run. The
 best variant is the cache's tuned winner when there is one (it is re-measured
 against stock); otherwise the whole space is tuned now, without recording.
+With --variants, exactly those variants (each format takes the ones it has)
+are verified and measured against stock, and every one gets a row.
 Defaults: all formats, shapes 28672x8192 and 4096x14336.
 `
 
@@ -36,6 +40,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	formats := fs.String("format", strings.Join(allFormats(), ","), "formats, comma-separated")
 	shapes := fs.String("shape", "28672x8192,4096x14336", "shapes ROWSxCOLS, comma-separated")
 	cachePath := fs.String("cache", "", "cache file with tuned winners (default $GEMV_TUNE_CACHE or the user cache folder)")
+	ids := fs.String("variants", "", "measure these variant IDs (comma-separated) against stock instead of the tuned winner")
 	if help, err := parseArgs(fs, args, 0); help || err != nil {
 		return err
 	}
@@ -51,6 +56,9 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if _, err := space.ParseArch(*arch); err != nil {
 			return usagef("bench: %v", err)
 		}
+	}
+	if *ids != "" {
+		return benchVariants(ctx, *arch, fl, sl, *ids, stdout, stderr)
 	}
 	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: func(string) (string, bool) { return "", false }})
 	var untuned []tuner.Job
@@ -84,6 +92,74 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	return writeBench(stdout, ds)
+}
+
+// benchVariants measures the listed variants against stock for every
+// (format, shape); a format skips the IDs it has no kernel for (a layout or
+// activation path it lacks), and says so.
+func benchVariants(ctx context.Context, arch string, formats []string, shapes []space.Shape, list string, stdout, stderr io.Writer) error {
+	var ps []space.Params
+	for _, id := range strings.Split(list, ",") {
+		p, err := space.Parse(strings.TrimSpace(id))
+		if err != nil {
+			return usagef("bench: --variants: %v", err)
+		}
+		ps = append(ps, p)
+	}
+	var ds []tuner.Decision
+	for _, f := range formats {
+		fam, err := variants.FamilyOf(f)
+		if err != nil {
+			return usagef("bench: %v", err)
+		}
+		var only, skipped []string
+		for _, p := range ps {
+			if _, err := fam.Source(p); err != nil {
+				skipped = append(skipped, p.ID())
+				continue
+			}
+			only = append(only, p.ID())
+		}
+		if len(skipped) > 0 {
+			fmt.Fprintf(stderr, "bench: %s has no kernel for %s: skipped\n", f, strings.Join(skipped, ", "))
+		}
+		if len(only) == 0 {
+			continue
+		}
+		var jobs []tuner.Job
+		for _, s := range shapes {
+			jobs = append(jobs, tuner.Job{Format: f, Rows: s.Rows, Cols: s.Cols})
+		}
+		d, err := tuner.Run(ctx, jobs, tuner.Options{Arch: arch, Only: only})
+		ds = append(ds, d...)
+		if err != nil {
+			return err
+		}
+	}
+	return writeBenchVariants(stdout, ds)
+}
+
+// writeBenchVariants prints one row per measured variant: its median, the
+// spread of that median, GB/s, % of the ceiling and its time against stock.
+func writeBenchVariants(w io.Writer, ds []tuner.Decision) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "format\tshape\tvariant\tclass\tµs\t95% CI µs\tGB/s\t% ceil\tvs stock\tregs\tblocks/SM\tstatus\t")
+	for _, d := range ds {
+		for _, c := range d.Candidates {
+			status := string(c.Status)
+			if c.Reason != "" && c.Status != tuner.StatusOK {
+				status += ": " + c.Reason
+			}
+			vs := ""
+			if c.MedianUS > 0 && d.Stock.MedianUS > 0 {
+				vs = fmt.Sprintf("%.2fx", d.Stock.MedianUS/c.MedianUS)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.2f–%.2f\t%.0f\t%.1f\t%s\t%d\t%d\t%s\t\n", d.Format, d.Shape(), c.ID, c.Class,
+				c.MedianUS, c.LoUS, c.HiUS, c.GBs, c.PctCeiling, vs, c.Registers, c.BlocksPerSM, status)
+		}
+		fmt.Fprintf(tw, "%s\t%s\tceiling\t\t\t\t%.0f\t100.0\t\t\t\t\t\n", d.Format, d.Shape(), d.CeilingGBs)
+	}
+	return tw.Flush()
 }
 
 func allFormats() []string { return []string{"q4_0", "q8_0", "q4_K", "affine4", "bf16"} }

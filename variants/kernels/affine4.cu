@@ -7,6 +7,11 @@
 // Chunk expression, like MLX's qmv (f32, scale factored out):
 //   sq = fma chain of q*x over weights 0..31, sx = add chain of x,
 //   acc = acc + fma(scale, sq, bias*sx).
+// a=1 (int8 x, staged even/odd: GEMV_XQ_EVENODD): isum = sum of q*qx by
+// dp4a and sx = sum of qx, both exact; acc = fma(dx, fma(scale, isum,
+// bias*sx), acc). The bias meets the rounded x too: the weights scale*q +
+// bias are centred, so their rounding errors mostly cancel (with the exact
+// f32 sum of x for the bias the error was 2-4x larger, docs/kernels.md).
 
 struct Geo {
     size_t rowBytes;  // w-plane bytes per row
@@ -39,6 +44,37 @@ __device__ __forceinline__ void chunk_zero(Chunk& ch) {
     ch.b = 0;
 }
 
+#if GEMV_A
+#if !GEMV_XQ_EVENODD
+#error "affine4 a=1 needs x staged even/odd (GEMV_XQ_EVENODD)"
+#endif
+// a=1: x of chunk c is group c of the staged int8 x, even-indexed q in xl,
+// odd ones in xh. Byte b of w word k holds weights 8k+2b (low nibble) and
+// 8k+2b+1 (high): the low nibbles of word k are the even weights 4k..4k+3
+// of the even list (xl word k), the high nibbles the odd ones (xh word k).
+// isum = dp4a chain, exact (|.| <= 32*15*127).
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+    uint4 xl, xh, m;
+    gemv_xq_load(c, xl, xh, m);
+    const float dx = __uint_as_float(m.x);
+    const float sx = __int2float_rn((int)m.y);
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) {
+        const uint4 q = ch[i].q;
+        int s = 0;
+        s = gemv_dp4a((int)(q.x & 0x0F0F0F0Fu), (int)xl.x, s);
+        s = gemv_dp4a((int)(q.y & 0x0F0F0F0Fu), (int)xl.y, s);
+        s = gemv_dp4a((int)(q.z & 0x0F0F0F0Fu), (int)xl.z, s);
+        s = gemv_dp4a((int)(q.w & 0x0F0F0F0Fu), (int)xl.w, s);
+        s = gemv_dp4a((int)((q.x >> 4) & 0x0F0F0F0Fu), (int)xh.x, s);
+        s = gemv_dp4a((int)((q.y >> 4) & 0x0F0F0F0Fu), (int)xh.y, s);
+        s = gemv_dp4a((int)((q.z >> 4) & 0x0F0F0F0Fu), (int)xh.z, s);
+        s = gemv_dp4a((int)((q.w >> 4) & 0x0F0F0F0Fu), (int)xh.w, s);
+        const float scale = gemv_h2f(ch[i].s), bias = gemv_h2f(ch[i].b);
+        acc[i] = __fmaf_rn(dx, __fmaf_rn(scale, __int2float_rn(s), __fmul_rn(bias, sx)), acc[i]);
+    }
+}
+#else
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
     float sq[GEMV_R];
     float sx = 0.0f;
@@ -80,5 +116,6 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
         acc[i] = __fadd_rn(acc[i], __fmaf_rn(scale, sq[i], __fmul_rn(bias, sx)));
     }
 }
+#endif
 
 GEMV_DEFINE_KERNEL

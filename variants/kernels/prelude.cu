@@ -116,7 +116,8 @@ __device__ __forceinline__ int gemv_xq_base(int g) {
 }
 
 // The packed q of group g: bytes 0..15 (words k = 0..3 hold q[4k..4k+3])
-// and bytes 16..31; meta = {d bits, s, 0, 0}.
+// and bytes 16..31 (with GEMV_XQ_EVENODD: q[0], q[2], ..., q[30], then
+// q[1], q[3], ..., q[31]); meta = {d bits, s, 0, 0}.
 __device__ __forceinline__ void gemv_xq_load(int g, uint4& lo, uint4& hi, uint4& meta) {
     const uint4* p = gemv_xq() + gemv_xq_base(g);
     lo = p[0];
@@ -162,9 +163,18 @@ __device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int c
         s += __shfl_xor_sync(0xFFFFFFFFu, s, 4);
         if (ok) {
             const int g = i >> 3, k = i & 7;
+#if GEMV_XQ_EVENODD
+            // Even-indexed values first (bytes 0..15), odd ones after:
+            // x[4k], x[4k+2] are even values 2k, 2k+1; x[4k+1], x[4k+3] odd.
+            unsigned short* halves = (unsigned short*)(words + gemv_xq_base(g) * 4);
+            halves[k] = (unsigned short)((q0 & 0xFF) | ((q2 & 0xFF) << 8));
+            halves[8 + k] = (unsigned short)((q1 & 0xFF) | ((q3 & 0xFF) << 8));
+#else
             words[gemv_xq_base(g) * 4 + k] =
                 (u32)(q0 & 0xFF) | ((u32)(q1 & 0xFF) << 8) | ((u32)(q2 & 0xFF) << 16) | ((u32)q3 << 24);
-            if (k == 0) gemv_xq()[gemv_xq_base(g) + 2] = make_uint4(__float_as_uint(d), (u32)s, 0u, 0u);
+#endif
+            if (k == 0)
+                gemv_xq()[gemv_xq_base(g) + 2] = make_uint4(__float_as_uint(d), (u32)s, 0u, 0u);
         }
     }
     __syncthreads();
@@ -180,6 +190,7 @@ __device__ __forceinline__ void gemv_stage_x(const float* __restrict__ x, int co
 #elif GEMV_S
     const float4* x4 = (const float4*)x;
     const int n4 = cols >> 2;
+#pragma unroll 4
     for (int i = threadIdx.x; i < n4; i += 32 * GEMV_W)
         gemv_xs[(i / GEMV_X4_PER_CHUNK) * GEMV_XS_STRIDE + i % GEMV_X4_PER_CHUNK] = __ldg(x4 + i);
     __syncthreads();
@@ -202,44 +213,70 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
 //   void chunk_zero(Chunk&)                                      for rows past the end
 //   void chunk_consume(float acc[GEMV_R], const Chunk ch[GEMV_R], x, int c)
 //        loads x of chunk c once and adds the chunk of every row to its acc.
+//
+// Row groups: a group is the GEMV_R*GEMV_W rows one block covers at a time
+// (warp w takes rows (group*W + w)*R ..+R-1); block b walks groups b,
+// b+gridDim.x, ... (launch knob g sets the grid), staging x once.
+//
+// Loads run ahead of use: a lane issues its first batch (GEMV_U chunks of
+// GEMV_R rows) before x is staged, so the block has weight bytes in flight
+// while it stages; the loop consumes a batch and issues the next; and the
+// next group's first batch is issued before this group's lane reduction.
+// Chunks of a row are consumed in the same order either way (c = lane,
+// lane+32, ...), and rows past the end load nothing.
+#define GEMV_LOAD_BATCH(ch, c)                                                          \
+    _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                                \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
+            if (live[i]) chunk_load(ch[k][i], W, g, (size_t)(row0 + i), (c) + 32 * k);  \
+            else chunk_zero(ch[k][i]);                                                  \
+        }                                                                               \
+    }
 #define GEMV_DEFINE_KERNEL                                                              \
 extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,        \
         const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {       \
-    gemv_stage_x(x, cols);                                                              \
     const int lane = threadIdx.x & 31;                                                  \
     const int warp = threadIdx.x >> 5;                                                  \
-    const int row0 = (blockIdx.x * GEMV_W + warp) * GEMV_R;                            \
-    if (row0 >= rows) return;                                                           \
     const Geo g = gemv_geo(rows, cols);                                                 \
     const int nch = cols / GEMV_CHUNK;                                                  \
+    const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
+    const bool batched = lane + 32 * (GEMV_U - 1) < nch;                                \
+    int grp = blockIdx.x;                                                               \
+    int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
     bool live[GEMV_R];                                                                  \
-    float acc[GEMV_R];                                                                  \
-    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
-        live[i] = row0 + i < rows;                                                      \
-        acc[i] = 0.0f;                                                                  \
-    }                                                                                   \
-    int c = lane;                                                                       \
-    _Pragma("unroll 1") for (; c + 32 * (GEMV_U - 1) < nch; c += 32 * GEMV_U) {         \
-        Chunk ch[GEMV_U][GEMV_R];                                                       \
-        _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                            \
+    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) live[i] = row0 + i < rows;       \
+    Chunk ch[GEMV_U][GEMV_R];                                                           \
+    if (batched) { GEMV_LOAD_BATCH(ch, lane) }                                          \
+    gemv_stage_x(x, cols);                                                              \
+    while (row0 < rows) {                                                               \
+        float acc[GEMV_R];                                                              \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) acc[i] = 0.0f;               \
+        int c = lane;                                                                   \
+        bool more = batched;                                                            \
+        _Pragma("unroll 1") while (more) {                                              \
+            _Pragma("unroll") for (int k = 0; k < GEMV_U; k++)                          \
+                chunk_consume(acc, ch[k], x, c + 32 * k);                               \
+            c += 32 * GEMV_U;                                                           \
+            more = c + 32 * (GEMV_U - 1) < nch;                                         \
+            if (more) { GEMV_LOAD_BATCH(ch, c) }                                        \
+        }                                                                               \
+        _Pragma("unroll 1") for (; c < nch; c += 32) {                                  \
+            Chunk t[GEMV_R];                                                            \
             _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                        \
-                if (live[i]) chunk_load(ch[k][i], W, g, (size_t)(row0 + i), c + 32 * k);\
-                else chunk_zero(ch[k][i]);                                              \
+                if (live[i]) chunk_load(t[i], W, g, (size_t)(row0 + i), c);             \
+                else chunk_zero(t[i]);                                                  \
             }                                                                           \
+            chunk_consume(acc, t, x, c);                                                \
         }                                                                               \
-        _Pragma("unroll") for (int k = 0; k < GEMV_U; k++)                              \
-            chunk_consume(acc, ch[k], x, c + 32 * k);                                   \
-    }                                                                                   \
-    _Pragma("unroll 1") for (; c < nch; c += 32) {                                      \
-        Chunk ch[GEMV_R];                                                               \
+        const int done0 = row0;                                                         \
+        bool wrote[GEMV_R];                                                             \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) wrote[i] = live[i];          \
+        grp += gridDim.x;                                                               \
+        row0 = grp < ngroups ? (grp * GEMV_W + warp) * GEMV_R : rows;                   \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) live[i] = row0 + i < rows;   \
+        if (batched && row0 < rows) { GEMV_LOAD_BATCH(ch, lane) }                       \
         _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
-            if (live[i]) chunk_load(ch[i], W, g, (size_t)(row0 + i), c);                \
-            else chunk_zero(ch[i]);                                                     \
+            const float v = gemv_warp_sum(acc[i]);                                      \
+            if (lane == 0 && wrote[i]) y[done0 + i] = v;                                \
         }                                                                               \
-        chunk_consume(acc, ch, x, c);                                                   \
-    }                                                                                   \
-    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
-        const float v = gemv_warp_sum(acc[i]);                                          \
-        if (lane == 0 && live[i]) y[row0 + i] = v;                                      \
     }                                                                                   \
 }

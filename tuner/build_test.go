@@ -1,0 +1,87 @@
+package tuner
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/internal/gpu/gputest"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// TestBuildFloorsStopAtSpill compiles (with whatever NVRTC builds sm_90)
+// the launch-bounds floors of a few register-hungry variants and checks
+// the rounds: every binding floor is compiled in rising order until one
+// spills, and the floors after it are skipped with the reason, never
+// compiled.
+func TestBuildFloorsStopAtSpill(t *testing.T) {
+	arch := gpu.Arch{Major: 9, Minor: 0}
+	nv := gputest.NVRTC(t, arch)
+	lim, err := space.LimitsFor("sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fam, err := variants.FamilyOf("q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	heavy := map[string]bool{"r2f0u8s0w16": true, "r4f0u4s1w8": true, "r1f0u1s0w8": true}
+	candidateFilter = func(p space.Params) bool {
+		q := p
+		q.F = 0
+		return heavy[q.ID()]
+	}
+	defer func() { candidateFilter = nil }()
+	comp := newCompiler(nv, arch)
+	comp.dir = t.TempDir()
+	b, err := buildFormat(context.Background(), comp, fam, lim, Options{}, nil, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled := map[string]compiled{}
+	for _, c := range b.compiled {
+		if c.Err != nil {
+			t.Fatalf("%s: %v", c.ID, c.Err)
+		}
+		compiled[c.ID] = c
+	}
+	skipped := map[string]string{}
+	for _, c := range b.skipped {
+		skipped[c.ID] = c.Reason
+	}
+	stopped := 0
+	for id := range heavy {
+		base := compiled[id]
+		if base.Registers == 0 {
+			t.Fatalf("%s: not compiled or no register count", id)
+		}
+		spilled := ""
+		for _, f := range space.Knobs[1].Values[1:] {
+			p := base.Params
+			p.F = f
+			c, isCompiled := compiled[p.ID()]
+			reason, isSkipped := skipped[p.ID()]
+			switch {
+			case isCompiled && isSkipped, !isCompiled && !isSkipped:
+				if space.Check(p, lim, 0) == nil {
+					t.Errorf("%s: compiled %v, skipped %q", p.ID(), isCompiled, reason)
+				}
+			case isCompiled && spilled != "":
+				t.Errorf("%s compiled after %s spilled", p.ID(), spilled)
+			case isCompiled && c.Spills > 0:
+				spilled = p.ID()
+			case isSkipped && strings.Contains(reason, "already spills"):
+				if spilled == "" {
+					t.Errorf("%s skipped for a spill no lower floor had: %q", p.ID(), reason)
+				}
+				stopped++
+			}
+		}
+		t.Logf("%s: %d registers at f=0; first spilling floor: %q", id, base.Registers, spilled)
+	}
+	if stopped == 0 {
+		t.Errorf("no floor was skipped after a spill; the test variants should make some spill")
+	}
+}
