@@ -137,45 +137,54 @@ __device__ __forceinline__ int gemv_q8(float v, float id) {
     return min(max(__float2int_rn(__fmul_rn(v, id)), -127), 127);
 }
 
+// Quantize the float4 number i of x (values 4i..4i+3, group i/8) and store
+// it; the whole warp calls it together (8 aligned lanes share a group's
+// shuffles); ok is false for lanes past the end, which hold zeros.
+__device__ __forceinline__ void gemv_xq_put(float4 v, int i, bool ok) {
+    u32* words = (u32*)gemv_xq();
+    float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
+    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
+    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
+    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
+    const float d = __fdiv_rn(a, 127.0f);
+    const float id = d != 0.0f ? __frcp_rn(d) : 0.0f;
+    const int q0 = gemv_q8(v.x, id), q1 = gemv_q8(v.y, id);
+    const int q2 = gemv_q8(v.z, id), q3 = gemv_q8(v.w, id);
+    int s = q0 + q1 + q2 + q3;
+    s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
+    s += __shfl_xor_sync(0xFFFFFFFFu, s, 2);
+    s += __shfl_xor_sync(0xFFFFFFFFu, s, 4);
+    if (ok) {
+        const int g = i >> 3, k = i & 7;
+#if GEMV_XQ_EVENODD
+        // Even-indexed values first (bytes 0..15), odd ones after:
+        // x[4k], x[4k+2] are even values 2k, 2k+1; x[4k+1], x[4k+3] odd.
+        unsigned short* halves = (unsigned short*)(words + gemv_xq_base(g) * 4);
+        halves[k] = (unsigned short)((q0 & 0xFF) | ((q2 & 0xFF) << 8));
+        halves[8 + k] = (unsigned short)((q1 & 0xFF) | ((q3 & 0xFF) << 8));
+#else
+        words[gemv_xq_base(g) * 4 + k] =
+            (u32)(q0 & 0xFF) | ((u32)(q1 & 0xFF) << 8) | ((u32)(q2 & 0xFF) << 16) | ((u32)q3 << 24);
+#endif
+        if (k == 0) gemv_xq()[gemv_xq_base(g) + 2] = make_uint4(__float_as_uint(d), (u32)s, 0u, 0u);
+    }
+}
+
 // Quantize x into shared memory: each thread takes 4 consecutive values, 8
-// lanes (aligned) a group; warps walk the float4s in warp-uniform steps so
-// the shuffles always have the full warp.
+// lanes (aligned) a group. Warps walk the float4s in warp-uniform steps of
+// two (both loads issued before either is used: one L2 round trip per two
+// float4s), so the shuffles always have the full warp.
 __device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int cols) {
     const float4* x4 = (const float4*)x;
     const int n4 = cols >> 2;  // a multiple of 8: cols is a multiple of 32
     const int lane = threadIdx.x & 31;
-    u32* words = (u32*)gemv_xq();
-    for (int base = (threadIdx.x >> 5) * 32; base < n4; base += 32 * GEMV_W) {
-        const int i = base + lane;
-        const bool ok = i < n4;
-        const float4 v = ok ? __ldg(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-        a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
-        a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
-        a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
-        const float d = __fdiv_rn(a, 127.0f);
-        const float id = d != 0.0f ? __frcp_rn(d) : 0.0f;
-        const int q0 = gemv_q8(v.x, id), q1 = gemv_q8(v.y, id);
-        const int q2 = gemv_q8(v.z, id), q3 = gemv_q8(v.w, id);
-        int s = q0 + q1 + q2 + q3;
-        s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
-        s += __shfl_xor_sync(0xFFFFFFFFu, s, 2);
-        s += __shfl_xor_sync(0xFFFFFFFFu, s, 4);
-        if (ok) {
-            const int g = i >> 3, k = i & 7;
-#if GEMV_XQ_EVENODD
-            // Even-indexed values first (bytes 0..15), odd ones after:
-            // x[4k], x[4k+2] are even values 2k, 2k+1; x[4k+1], x[4k+3] odd.
-            unsigned short* halves = (unsigned short*)(words + gemv_xq_base(g) * 4);
-            halves[k] = (unsigned short)((q0 & 0xFF) | ((q2 & 0xFF) << 8));
-            halves[8 + k] = (unsigned short)((q1 & 0xFF) | ((q3 & 0xFF) << 8));
-#else
-            words[gemv_xq_base(g) * 4 + k] =
-                (u32)(q0 & 0xFF) | ((u32)(q1 & 0xFF) << 8) | ((u32)(q2 & 0xFF) << 16) | ((u32)q3 << 24);
-#endif
-            if (k == 0)
-                gemv_xq()[gemv_xq_base(g) + 2] = make_uint4(__float_as_uint(d), (u32)s, 0u, 0u);
-        }
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int base = (threadIdx.x >> 5) * 32; base < n4; base += 64 * GEMV_W) {
+        const int i0 = base + lane, i1 = base + 32 * GEMV_W + lane;
+        const float4 v0 = i0 < n4 ? __ldg(x4 + i0) : zero;
+        const float4 v1 = i1 < n4 ? __ldg(x4 + i1) : zero;
+        gemv_xq_put(v0, i0, i0 < n4);
+        if (base + 32 * GEMV_W < n4) gemv_xq_put(v1, i1, i1 < n4);
     }
     __syncthreads();
 }

@@ -34,26 +34,27 @@ __device__ __forceinline__ void chunk_zero(Chunk& ch) {
 }
 
 // Scales and mins of sub-blocks 2j and 2j+1 (ggml get_scale_min_k4), as
-// d1, m1, d2, m2 in f32 exactly as ggml computes them.
+// d1, m1, d2, m2 in f32 exactly as ggml computes them. Both sub-blocks'
+// 6-bit values are assembled side by side in the two low bytes of one
+// word: for j < 2 bytes 2j, 2j+1 of the scales (y) and mins (z), masked to
+// 6 bits; for j >= 2 the low (scales) or high (mins) nibbles of bytes
+// 2j+4, 2j+5 (w) with the top two bits of y or z above them.
 __device__ __forceinline__ void q4k_scales(const uint4& h, int j, float& d1, float& m1, float& d2, float& m2) {
     const float d = gemv_h2f(h.x);
     const float dmin = gemv_h2f(h.x >> 16);
-    const u32 sh = 8u * (u32)((2 * j) & 3);
-    // s[k'] (h.y), s[k'+4] (h.z), s[k'+8] (h.w) for k' = 2j mod 4 and k'+1.
-    const u32 y0 = (h.y >> sh) & 0xFFu, y1 = (h.y >> (sh + 8)) & 0xFFu;
-    const u32 z0 = (h.z >> sh) & 0xFFu, z1 = (h.z >> (sh + 8)) & 0xFFu;
-    const u32 w0 = (h.w >> sh) & 0xFFu, w1 = (h.w >> (sh + 8)) & 0xFFu;
-    u32 sc0, mn0, sc1, mn1;
-    if (j < 2) {
-        sc0 = y0 & 63u; mn0 = z0 & 63u;
-        sc1 = y1 & 63u; mn1 = z1 & 63u;
-    } else {
-        sc0 = (w0 & 0xFu) | ((y0 >> 6) << 4); mn0 = (w0 >> 4) | ((z0 >> 6) << 4);
-        sc1 = (w1 & 0xFu) | ((y1 >> 6) << 4); mn1 = (w1 >> 4) | ((z1 >> 6) << 4);
-    }
-    d1 = __fmul_rn(d, (float)sc0); m1 = __fmul_rn(dmin, (float)mn0);
-    d2 = __fmul_rn(d, (float)sc1); m2 = __fmul_rn(dmin, (float)mn1);
+    const u32 sh = (u32)(j & 1) * 16u;
+    const u32 y = h.y >> sh, z = h.z >> sh, w = h.w >> sh;
+    const bool hi = j >= 2;
+    const u32 sc = hi ? ((w & 0x0F0Fu) | ((y >> 2) & 0x3030u)) : (y & 0x3F3Fu);
+    const u32 mn = hi ? (((w >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u)) : (z & 0x3F3Fu);
+    d1 = __fmul_rn(d, __uint2float_rn(sc & 0xFFu)); m1 = __fmul_rn(dmin, __uint2float_rn(mn & 0xFFu));
+    d2 = __fmul_rn(d, __uint2float_rn(sc >> 8)); m2 = __fmul_rn(dmin, __uint2float_rn(mn >> 8));
 }
+
+// The quarter j of chunk c is c & 3; the kernel gives lane l the chunks
+// l, l+32, ... (prelude.cu), so j is lane & 3 for all of them: a constant
+// per thread the compiler can hoist out of the loop.
+__device__ __forceinline__ int q4k_quarter(int c) { return (int)(threadIdx.x & 3u); }
 
 #if GEMV_A
 // a=1: half h of chunk c is x group 2c+h, int8 q (words xl = q[0..15],
@@ -63,7 +64,7 @@ __device__ __forceinline__ void q4k_scales(const uint4& h, int j, float& d1, flo
 // (|.| <= 32*15*127); acc = acc + fma(d1*dx, isum, -((m1*dx) * sx)).
 #define Q4K_NIB(w) (half == 0 ? ((w) & 0x0F0F0F0Fu) : (((w) >> 4) & 0x0F0F0F0Fu))
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
-    const int j = c & 3;
+    const int j = q4k_quarter(c);
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         uint4 xl, xh, m;
@@ -92,7 +93,7 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
 }
 #else
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
-    const int j = c & 3;
+    const int j = q4k_quarter(c);
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         float sq[GEMV_R];
