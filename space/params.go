@@ -26,7 +26,7 @@ type Params struct {
 	// from the ID. Per-row summation order does not change, so neither
 	// does the class.
 	G int
-	L int // layout (family knob): 0 = raw ecosystem bytes, 1 = repacked planes; omitted from the ID when 0
+	L int // layout (family knob): 0 = raw ecosystem bytes, 1 = repacked planes, 2 = repacked tiles; omitted from the ID when 0
 	A int // activation path (family knob): 0 = f32 activations, 1 = int8 activations with dp4a; omitted when 0
 }
 
@@ -55,7 +55,7 @@ var Knobs = []Knob{
 	{"s", "smem staging", []int{0, 1}},
 	{"w", "warps per block", []int{2, 4, 8, 16}},
 	{"g", "row groups per block", []int{0, 2, 4, 8, 16, 32, 64, 128}},
-	{"l", "layout", []int{0, 1}},
+	{"l", "layout", []int{0, 1, 2}},
 	{"a", "activation path", []int{0, 1}},
 }
 

@@ -154,6 +154,9 @@ func (f *family) Gate(p space.Params, rows, cols int) error {
 	if cols%step != 0 {
 		return fmt.Errorf("%w: %s needs cols a multiple of %d, got %d", ErrShape, f.format, step, cols)
 	}
+	if p.L == 2 && cols%TileWeights != 0 {
+		return fmt.Errorf("%w: %s layout l=2 (tiles of 8 blocks) needs cols a multiple of %d, got %d", ErrShape, f.format, TileWeights, cols)
+	}
 	if int64(rows)*int64(cols) > maxElements {
 		return fmt.Errorf("%w: %s shape %dx%d has more than %d weights", ErrShape, f.format, rows, cols, int64(maxElements))
 	}
@@ -244,7 +247,7 @@ func (f *family) stagedBytes(cols int) int {
 }
 
 // Repack converts raw bytes to layout: 0 returns raw as is, 1 is the planar
-// layout of q4_0 and q8_0 (RepackPlanes).
+// layout of q4_0 and q8_0 (RepackPlanes), 2 their tiled layout (RepackTiles).
 func (f *family) Repack(raw []byte, rows, cols, layout int) ([]byte, error) {
 	if !slices.Contains(f.layouts, layout) {
 		return nil, fmt.Errorf("%w: %s has no layout l=%d (accepted: %s)", ErrShape, f.format, layout, joinInts(f.layouts))
@@ -252,7 +255,11 @@ func (f *family) Repack(raw []byte, rows, cols, layout int) ([]byte, error) {
 	if layout == 0 {
 		return raw, nil
 	}
-	out, err := RepackPlanes(f.format, raw, rows, cols)
+	repack := RepackPlanes
+	if layout == 2 {
+		repack = RepackTiles
+	}
+	out, err := repack(f.format, raw, rows, cols)
 	if err != nil {
 		return nil, fmt.Errorf("repacking %s to layout %d: %w", f.format, layout, err)
 	}

@@ -1,9 +1,10 @@
 package variants
 
 // The q8_0 family: one 34-byte GGUF block per chunk, raw (l=0, 2-byte
-// aligned loads) or planar (l=1, two 16-byte loads plus the scale).
+// aligned loads), planar (l=1, two 16-byte loads plus the scale) or tiled (l=2,
+// the same loads from one stream per row; cols a multiple of 256).
 // Activations: f32 (a=0, class exact) or int8 per group of 32 with dp4a
 // (a=1, needs s=1, class tolerance, bound boundInt8).
 func init() {
-	registerFamily(newFamily("q8_0", "kernels/q8_0.cu", 32, []int{0, 1}, []int{0, 1}, boundF32))
+	registerFamily(newFamily("q8_0", "kernels/q8_0.cu", 32, []int{0, 1, 2}, []int{0, 1}, boundF32))
 }

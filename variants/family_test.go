@@ -206,5 +206,20 @@ func TestRepack(t *testing.T) {
 		if _, err := f.Repack(raw[:10], rows, cols, 1); err == nil {
 			t.Errorf("%s Repack accepted a short buffer", name)
 		}
+		// l=2 (tiles of 8 blocks) needs cols a multiple of 256: the gate
+		// and Repack refuse 64, accept 256.
+		if _, err := f.Repack(raw, rows, cols, 2); !errors.Is(err, variants.ErrShape) {
+			t.Errorf("%s Repack l=2 at %dx%d = %v, want ErrShape", name, rows, cols, err)
+		}
+		tiled := mustParse(t, "r1f0u1s1w8l2")
+		if err := f.Gate(tiled, rows, cols); err == nil || !strings.Contains(err.Error(), "multiple of 256") {
+			t.Errorf("%s Gate(l2, %dx%d) = %v", name, rows, cols, err)
+		}
+		raw256 := randomQuantized(t, f.Format(), rows, 256, 2)
+		tiles, err := f.Repack(raw256, rows, 256, 2)
+		want, _ = variants.RepackTiles(name, raw256, rows, 256)
+		if err != nil || !bytes.Equal(tiles, want) || f.Gate(tiled, rows, 256) != nil {
+			t.Errorf("%s Repack l=2 differs from RepackTiles or the gate refused 256 cols (%v)", name, err)
+		}
 	}
 }

@@ -75,3 +75,66 @@ func planeGeometry(format string, n, rows, cols int) (planeGeom, error) {
 	}
 	return planeGeom{blocks: rows * cols / p.weights, quantBytes: p.quantBytes}, nil
 }
+
+// tileBlocks is the blocks per tile of the tiled layout (l = 2).
+const tileBlocks = 8
+
+// TileWeights is the weights per tile of the tiled layout (l = 2): its
+// shapes need cols to be a multiple of it.
+const TileWeights = tileBlocks * 32
+
+// RepackTiles converts a raw GGUF q4_0 or q8_0 tensor of shape [rows, cols]
+// into the tiled layout (layout knob l = 2, docs/formats.md): each row is
+// a run of tiles of 8 consecutive blocks, a tile being the 8 blocks'
+// 2-byte f16 d (16 bytes), then their qs bytes in order (8×16 for q4_0,
+// 8×32 for q8_0). A tile is 144 (q4_0) or 272 (q8_0) bytes, a multiple of
+// 16, so with 16-byte aligned rows every load is aligned; rows keep their
+// raw size and place. cols must be a multiple of 256.
+func RepackTiles(format string, raw []byte, rows, cols int) ([]byte, error) {
+	g, err := tileGeometry(format, len(raw), rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(raw))
+	bb := g.quantBytes + 2
+	for t := 0; t < g.blocks/tileBlocks; t++ {
+		tile := out[t*tileBlocks*bb : (t+1)*tileBlocks*bb]
+		for k := 0; k < tileBlocks; k++ {
+			blk := raw[(t*tileBlocks+k)*bb : (t*tileBlocks+k+1)*bb]
+			copy(tile[2*k:2*k+2], blk[:2])
+			copy(tile[2*tileBlocks+k*g.quantBytes:2*tileBlocks+(k+1)*g.quantBytes], blk[2:])
+		}
+	}
+	return out, nil
+}
+
+// UnpackTiles is the inverse of RepackTiles.
+func UnpackTiles(format string, tiles []byte, rows, cols int) ([]byte, error) {
+	g, err := tileGeometry(format, len(tiles), rows, cols)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(tiles))
+	bb := g.quantBytes + 2
+	for t := 0; t < g.blocks/tileBlocks; t++ {
+		tile := tiles[t*tileBlocks*bb : (t+1)*tileBlocks*bb]
+		for k := 0; k < tileBlocks; k++ {
+			blk := out[(t*tileBlocks+k)*bb : (t*tileBlocks+k+1)*bb]
+			copy(blk[:2], tile[2*k:2*k+2])
+			copy(blk[2:], tile[2*tileBlocks+k*g.quantBytes:2*tileBlocks+(k+1)*g.quantBytes])
+		}
+	}
+	return out, nil
+}
+
+// tileGeometry is planeGeometry plus the tile rule: cols a multiple of 256.
+func tileGeometry(format string, n, rows, cols int) (planeGeom, error) {
+	g, err := planeGeometry(format, n, rows, cols)
+	if err != nil {
+		return g, err
+	}
+	if cols%TileWeights != 0 {
+		return g, fmt.Errorf("repacking %s into tiles: %w: cols %d is not a multiple of %d", format, ErrShape, cols, TileWeights)
+	}
+	return g, nil
+}

@@ -12,7 +12,7 @@ struct Geo {
 __device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
     Geo g;
     g.nb = cols / 32;
-#if GEMV_L == 0
+#if GEMV_L == 0 || GEMV_L == 2
     g.rowBytes = (size_t)g.nb * 18;
     g.scaleOff = 0;
 #else
@@ -56,12 +56,22 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d
 }
 #else
 // Planar layout (l=1): 16 qs bytes per block in the quant plane (each row
-// 16-byte aligned) plus the 2-byte d in the scale plane.
+// 16-byte aligned) plus the 2-byte d in the scale plane. Tiled layout
+// (l=2): each row is tiles of 8 blocks, 144 bytes: the 8 d (16 bytes),
+// then the 8 blocks' qs; one 16-byte load plus the d, which the 8 lanes of
+// a tile read from one 16-byte line. One stream per row, 16-byte aligned.
 struct Chunk { uint4 q; u32 h; };
 
 __device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+#if GEMV_L == 1
     ch.q = gemv_ld128(W + row * g.rowBytes + (size_t)c * 16);
     ch.h = gemv_ld16(W + g.scaleOff + (row * (size_t)g.nb + (size_t)c) * 2);
+#else
+    const unsigned char* t = W + row * g.rowBytes + (size_t)(c >> 3) * 144;
+    const int pos = c & 7;
+    ch.q = gemv_ld128(t + 16 + pos * 16);
+    ch.h = gemv_ld16(t + pos * 2);
+#endif
 }
 
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {

@@ -11,7 +11,7 @@ struct Geo {
 __device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
     Geo g;
     g.nb = cols / 32;
-#if GEMV_L == 0
+#if GEMV_L == 0 || GEMV_L == 2
     g.rowBytes = (size_t)g.nb * 34;
     g.scaleOff = 0;
 #else
@@ -54,14 +54,24 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[8], float& d
 }
 #else
 // Planar layout (l=1): 32 qs bytes per block in the quant plane (two 16-byte
-// loads) plus the 2-byte d in the scale plane.
+// loads) plus the 2-byte d in the scale plane. Tiled layout (l=2): each row
+// is tiles of 8 blocks, 272 bytes: the 8 d (16 bytes), then the 8 blocks'
+// qs (two 16-byte loads plus the d from the tile's first 16 bytes).
 struct Chunk { uint4 a, b; u32 h; };
 
 __device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+#if GEMV_L == 1
     const unsigned char* p = W + row * g.rowBytes + (size_t)c * 32;
     ch.a = gemv_ld128(p);
     ch.b = gemv_ld128(p + 16);
     ch.h = gemv_ld16(W + g.scaleOff + (row * (size_t)g.nb + (size_t)c) * 2);
+#else
+    const unsigned char* t = W + row * g.rowBytes + (size_t)(c >> 3) * 272;
+    const int pos = c & 7;
+    ch.a = gemv_ld128(t + 16 + pos * 32);
+    ch.b = gemv_ld128(t + 32 + pos * 32);
+    ch.h = gemv_ld16(t + pos * 2);
+#endif
 }
 
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {
