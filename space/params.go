@@ -54,7 +54,7 @@ var Knobs = []Knob{
 	{"u", "unroll depth", []int{1, 2, 4, 8}},
 	{"s", "smem staging", []int{0, 1}},
 	{"w", "warps per block", []int{2, 4, 8, 16}},
-	{"g", "row groups per block", []int{0, 2, 4, 8, 16, 32, 64, 128}},
+	{"g", "row groups per block", rowGroupValues()},
 	{"l", "layout", []int{0, 1, 2}},
 	{"a", "activation path", []int{0, 1}},
 }
@@ -147,4 +147,17 @@ func Parse(id string) (Params, error) {
 		return Params{}, fmt.Errorf("%w %q: canonical form is %q", ErrBadID, id, p.ID())
 	}
 	return p, nil
+}
+
+// MaxRowGroups is the largest value of knob g.
+const MaxRowGroups = 255
+
+// rowGroupValues is knob g's value set: 0 (one group per block) and every
+// count from 2 to MaxRowGroups.
+func rowGroupValues() []int {
+	vs := []int{0}
+	for g := 2; g <= MaxRowGroups; g++ {
+		vs = append(vs, g)
+	}
+	return vs
 }

@@ -21,9 +21,9 @@ func TestRowGroupsFor(t *testing.T) {
 		rows, blocksPerSM, sms int
 		want                   int
 	}{
-		// 28672 rows / 16 = 1792 groups; 2 blocks/SM × 132 = 264: g=8 (224 blocks).
-		{"r1f0u4s1w16l1a1", 28672, 2, 132, 8},
-		// 28672 / 32 = 896 groups, 264 resident: g=4 (224).
+		// 28672 rows / 16 = 1792 groups; 2 blocks/SM × 132 = 264: g=7 (256 blocks).
+		{"r1f0u4s1w16l1a1", 28672, 2, 132, 7},
+		// 28672 / 32 = 896 groups, 264 resident: g=4 (224; g=3 would be 299).
 		{"r2f0u2s1w16l1a1", 28672, 2, 132, 4},
 		// 448 groups, 132 resident: g=4 (112 blocks), not 2 (224 > 132).
 		{"r4f0u1s1w16a1", 28672, 1, 132, 4},
@@ -37,7 +37,7 @@ func TestRowGroupsFor(t *testing.T) {
 		// Nothing resident: no twin.
 		{"r1f0u1s1w8", 28672, 0, 132, 0},
 		// More groups than g's largest value covers: the largest.
-		{"r1f0u1s1w2", 1 << 20, 1, 4, 128},
+		{"r1f0u1s1w2", 1 << 20, 1, 4, 255},
 	} {
 		got := rowGroupsFor(p(tc.id), tc.rows, tc.blocksPerSM, tc.sms)
 		if got != tc.want {

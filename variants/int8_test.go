@@ -12,7 +12,7 @@ import (
 )
 
 // quantizeX8 quantizes x per group of 32 as the a=1 kernels do (prelude.cu
-// gemv_stage_xq, in f32): amax = max|x|, d = amax/127, id = 1/d (0 when d
+// gemv_xq_put, in f32): amax = max|x|, d = amax·f32(1/127), id = 1/d (0 when d
 // is 0), q = round-half-even(x*id) clamped to ±127. It returns the
 // dequantized activations d*q in float64 (exact).
 func quantizeX8(x []float32) []float64 {
@@ -22,7 +22,7 @@ func quantizeX8(x []float32) []float64 {
 		for _, v := range x[g : g+32] {
 			amax = max(amax, float32(math.Abs(float64(v))))
 		}
-		d := amax / 127
+		d := amax * float32(1.0/127)
 		var id float32
 		if d != 0 {
 			id = 1 / d

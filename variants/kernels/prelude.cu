@@ -91,9 +91,9 @@ __device__ __forceinline__ float4 gemv_x4(const float* __restrict__ x, int c, in
 #if GEMV_A
 // Int8 activations (a=1; the gate requires s=1). Every group g of 32 x
 // values (x[32g .. 32g+31], one q4_0/q8_0 block, one q4_K sub-block) is
-// quantized like llama.cpp's q8_1: amax = max|x|, d = amax/127,
-// q = round-to-nearest-even(x * (1/d)) clamped to [-127, 127] (d = 0 gives
-// q = 0), and s = sum of q. Shared memory holds per group 48 bytes, three
+// quantized much like llama.cpp's q8_1: amax = max|x|, d = amax·(1/127)
+// (a multiplication, where q8_1 divides), q = round-to-nearest-even(x·(1/d))
+// in [-127, 127] (d = 0 gives q = 0), and s = sum of q. Shared memory holds per group 48 bytes, three
 // uint4: q bytes 0..15, q bytes 16..31, {d bits, s, 0, 0}; the groups of a
 // chunk are contiguous, and chunks of more than one group (q4_K: 2) get one
 // uint4 of padding after them. Lane l reads chunk l+32k, so the 8 lanes of
@@ -133,40 +133,47 @@ __device__ __forceinline__ int gemv_dp4a(int a, int b, int c) {
     return r;
 }
 
-__device__ __forceinline__ int gemv_q8(float v, float id) {
-    return min(max(__float2int_rn(__fmul_rn(v, id)), -127), 127);
+// round-to-nearest-even(v) saturated to [-128, 127], sign-extended.
+__device__ __forceinline__ int gemv_q8(float v) {
+    int q;
+    asm("cvt.rni.sat.s8.f32 %0, %1;" : "=r"(q) : "f"(v));
+    return q;
 }
 
 // Quantize the float4 number i of x (values 4i..4i+3, group i/8) and store
 // it; the whole warp calls it together (8 aligned lanes share a group's
 // shuffles); ok is false for lanes past the end, which hold zeros.
+// d = amax·(1/127) and id = 1/d, both rounded to f32 (the host model in
+// variants/int8_test.go does the same); q = rne(x·id): |x·id| <= 127 plus
+// a few ulps, so the saturation never clips; s = the group's sum of q, by
+// dp4a against ones. About 40 instructions per float4.
 __device__ __forceinline__ void gemv_xq_put(float4 v, int i, bool ok) {
-    u32* words = (u32*)gemv_xq();
     float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
     a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
     a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
     a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
-    const float d = __fdiv_rn(a, 127.0f);
+    const float d = __fmul_rn(a, 1.0f / 127.0f);
     const float id = d != 0.0f ? __frcp_rn(d) : 0.0f;
-    const int q0 = gemv_q8(v.x, id), q1 = gemv_q8(v.y, id);
-    const int q2 = gemv_q8(v.z, id), q3 = gemv_q8(v.w, id);
-    int s = q0 + q1 + q2 + q3;
+    const u32 q0 = (u32)gemv_q8(__fmul_rn(v.x, id)), q1 = (u32)gemv_q8(__fmul_rn(v.y, id));
+    const u32 q2 = (u32)gemv_q8(__fmul_rn(v.z, id)), q3 = (u32)gemv_q8(__fmul_rn(v.w, id));
+    const u32 packed = __byte_perm(__byte_perm(q0, q1, 0x0040u), __byte_perm(q2, q3, 0x0040u), 0x5410u);
+    int s = gemv_dp4a((int)packed, 0x01010101, 0);
     s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
     s += __shfl_xor_sync(0xFFFFFFFFu, s, 2);
     s += __shfl_xor_sync(0xFFFFFFFFu, s, 4);
     if (ok) {
         const int g = i >> 3, k = i & 7;
+        uint4* grp = gemv_xq() + gemv_xq_base(g);
 #if GEMV_XQ_EVENODD
         // Even-indexed values first (bytes 0..15), odd ones after:
         // x[4k], x[4k+2] are even values 2k, 2k+1; x[4k+1], x[4k+3] odd.
-        unsigned short* halves = (unsigned short*)(words + gemv_xq_base(g) * 4);
-        halves[k] = (unsigned short)((q0 & 0xFF) | ((q2 & 0xFF) << 8));
-        halves[8 + k] = (unsigned short)((q1 & 0xFF) | ((q3 & 0xFF) << 8));
+        unsigned short* halves = (unsigned short*)grp;
+        halves[k] = (unsigned short)__byte_perm(packed, 0u, 0x0020u);
+        halves[8 + k] = (unsigned short)__byte_perm(packed, 0u, 0x0031u);
 #else
-        words[gemv_xq_base(g) * 4 + k] =
-            (u32)(q0 & 0xFF) | ((u32)(q1 & 0xFF) << 8) | ((u32)(q2 & 0xFF) << 16) | ((u32)q3 << 24);
+        ((u32*)grp)[k] = packed;
 #endif
-        if (k == 0) gemv_xq()[gemv_xq_base(g) + 2] = make_uint4(__float_as_uint(d), (u32)s, 0u, 0u);
+        if (k == 0) grp[2] = make_uint4(__float_as_uint(d), (u32)s, 0u, 0u);
     }
 }
 
