@@ -114,6 +114,9 @@ func newCase(t *testing.T, dev *gpu.Device, f variants.Family, rows, cols int, s
 	}
 	for _, l := range f.Layouts() {
 		b, err := f.Repack(raw, rows, cols, l)
+		if errors.Is(err, variants.ErrShape) && f.Gate(space.Params{R: 1, U: 1, W: 8, L: l}, rows, cols) != nil {
+			continue // no variant of this layout passes the gate here (l=2 needs cols % 256 == 0)
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
