@@ -1,10 +1,9 @@
 package variants
 
 // The q4_0 family: one 18-byte GGUF block per chunk, raw (l=0, 2-byte
-// aligned loads), planar (l=1, one 16-byte load plus the scale) or tiled (l=2,
-// the same loads from one stream per row; cols a multiple of 256).
+// aligned loads) or planar (l=1, one 16-byte load plus the scale).
 // Activations: f32 (a=0, class exact) or int8 per group of 32 with dp4a
 // (a=1, needs s=1, class tolerance, bound boundInt8).
 func init() {
-	registerFamily(newFamily("q4_0", "kernels/q4_0.cu", 32, []int{0, 1, 2}, []int{0, 1}, boundF32))
+	registerFamily(newFamily("q4_0", "kernels/q4_0.cu", 32, []int{0, 1}, []int{0, 1}, boundF32))
 }

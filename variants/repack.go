@@ -83,13 +83,12 @@ const tileBlocks = 8
 // shapes need cols to be a multiple of it.
 const TileWeights = tileBlocks * 32
 
-// RepackTiles converts a raw GGUF q4_0 or q8_0 tensor of shape [rows, cols]
-// into the tiled layout (layout knob l = 2, docs/formats.md): each row is
-// a run of tiles of 8 consecutive blocks, a tile being the 8 blocks'
-// 2-byte f16 d (16 bytes), then their qs bytes in order (8×16 for q4_0,
-// 8×32 for q8_0). A tile is 144 (q4_0) or 272 (q8_0) bytes, a multiple of
-// 16, so with 16-byte aligned rows every load is aligned; rows keep their
-// raw size and place. cols must be a multiple of 256.
+// RepackTiles converts a raw GGUF q8_0 tensor of shape [rows, cols] into
+// the tiled layout (layout knob l = 2, docs/formats.md): each row is a run
+// of tiles of 8 consecutive blocks, a tile being the 8 blocks' 2-byte f16
+// d (16 bytes), then their 8×32 qs bytes in order. A tile is 272 bytes, a
+// multiple of 16, so with 16-byte aligned rows every load is aligned; rows
+// keep their raw size and place. cols must be a multiple of 256.
 func RepackTiles(format string, raw []byte, rows, cols int) ([]byte, error) {
 	g, err := tileGeometry(format, len(raw), rows, cols)
 	if err != nil {
@@ -127,8 +126,12 @@ func UnpackTiles(format string, tiles []byte, rows, cols int) ([]byte, error) {
 	return out, nil
 }
 
-// tileGeometry is planeGeometry plus the tile rule: cols a multiple of 256.
+// tileGeometry is planeGeometry for q8_0 plus the tile rule: cols a
+// multiple of 256.
 func tileGeometry(format string, n, rows, cols int) (planeGeom, error) {
+	if format != "q8_0" {
+		return planeGeom{}, fmt.Errorf("repacking %q into tiles: %w: accepted: q8_0", format, ErrUnknownFormat)
+	}
 	g, err := planeGeometry(format, n, rows, cols)
 	if err != nil {
 		return g, err

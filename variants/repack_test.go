@@ -93,7 +93,6 @@ func TestRepackTiles(t *testing.T) {
 		rows, cols int
 		quantBytes int // qs bytes per 32-weight block
 	}{
-		{"q4_0", 1, 256, 16}, {"q4_0", 7, 768, 16}, {"q4_0", 64, 4096, 16},
 		{"q8_0", 1, 256, 32}, {"q8_0", 5, 1280, 32}, {"q8_0", 32, 2048, 32},
 	}
 	for _, c := range cases {
@@ -143,7 +142,8 @@ func TestRepackTiles(t *testing.T) {
 		want       error
 	}{
 		{"no tiled layout for q4_K", "q4_K", 144, 1, 256, variants.ErrUnknownFormat},
-		{"cols not a multiple of 256", "q4_0", 18 * 4, 1, 128, variants.ErrShape},
+		{"no tiled layout for q4_0", "q4_0", 18 * 8, 1, 256, variants.ErrUnknownFormat},
+		{"cols not a multiple of 256", "q8_0", 34 * 4, 1, 128, variants.ErrShape},
 		{"short buffer", "q8_0", 271, 1, 256, variants.ErrBuffer},
 	} {
 		for name, fn := range map[string]func(string, []byte, int, int) ([]byte, error){

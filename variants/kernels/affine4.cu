@@ -31,11 +31,21 @@ __device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
 
 struct Chunk { uint4 q; u32 s, b; };
 
-__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
-    const size_t gi = row * (size_t)g.ng + (size_t)(c >> 1);
-    ch.q = gemv_ld128(W + row * g.rowBytes + (size_t)c * 16);
-    ch.s = gemv_ld16(W + g.scaleOff + gi * 2);
-    ch.b = gemv_ld16(W + g.biasOff + gi * 2);
+// A row's nibbles, scales and biases.
+struct RowPtr { const unsigned char* q; const unsigned char* s; const unsigned char* b; };
+
+__device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, const Geo& g, size_t row) {
+    RowPtr r;
+    r.q = W + row * g.rowBytes;
+    r.s = W + g.scaleOff + row * (size_t)g.ng * 2;
+    r.b = W + g.biasOff + row * (size_t)g.ng * 2;
+    return r;
+}
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
+    ch.q = gemv_ld128(r.q + (size_t)c * 16);
+    ch.s = gemv_ld16(r.s + (size_t)(c >> 1) * 2);
+    ch.b = gemv_ld16(r.b + (size_t)(c >> 1) * 2);
 }
 
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {

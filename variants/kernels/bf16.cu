@@ -11,8 +11,16 @@ __device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
 
 struct Chunk { uint4 q; };
 
-__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
-    ch.q = gemv_ld128(W + row * g.rowBytes + (size_t)c * 16);
+struct RowPtr { const unsigned char* p; };
+
+__device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, const Geo& g, size_t row) {
+    RowPtr r;
+    r.p = W + row * g.rowBytes;
+    return r;
+}
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
+    ch.q = gemv_ld128(r.p + (size_t)c * 16);
 }
 
 __device__ __forceinline__ void chunk_zero(Chunk& ch) { ch.q = make_uint4(0, 0, 0, 0); }

@@ -224,8 +224,10 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
 // the family defines before this point:
 //   struct Geo         per-launch geometry (row strides, plane offsets)
 //   Geo  gemv_geo(rows, cols)
+//   struct RowPtr      where one row's bytes start (per plane)
+//   RowPtr row_ptr(W, const Geo&, size_t row)   once per row, not per chunk
 //   struct Chunk       the raw loaded registers of one chunk of one row
-//   void chunk_load(Chunk&, W, const Geo&, size_t row, int c)   only loads
+//   void chunk_load(Chunk&, const RowPtr&, int c)               only loads
 //   void chunk_zero(Chunk&)                                      for rows past the end
 //   void chunk_consume(float acc[GEMV_R], const Chunk ch[GEMV_R], x, int c)
 //        loads x of chunk c once and adds the chunk of every row to its acc.
@@ -243,7 +245,7 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
 #define GEMV_LOAD_BATCH(ch, c)                                                          \
     _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                                \
         _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
-            if (live[i]) chunk_load(ch[k][i], W, g, (size_t)(row0 + i), (c) + 32 * k);  \
+            if (live[i]) chunk_load(ch[k][i], rp[i], (c) + 32 * k);                     \
             else chunk_zero(ch[k][i]);                                                  \
         }                                                                               \
     }
@@ -259,7 +261,11 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
     int grp = blockIdx.x;                                                               \
     int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
     bool live[GEMV_R];                                                                  \
-    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) live[i] = row0 + i < rows;       \
+    RowPtr rp[GEMV_R];                                                                  \
+    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
+        live[i] = row0 + i < rows;                                                      \
+        rp[i] = row_ptr(W, g, (size_t)(live[i] ? row0 + i : 0));                        \
+    }                                                                                   \
     Chunk ch[GEMV_U][GEMV_R];                                                           \
     if (batched) { GEMV_LOAD_BATCH(ch, lane) }                                          \
     gemv_stage_x(x, cols);                                                              \
@@ -278,7 +284,7 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
         _Pragma("unroll 1") for (; c < nch; c += 32) {                                  \
             Chunk t[GEMV_R];                                                            \
             _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                        \
-                if (live[i]) chunk_load(t[i], W, g, (size_t)(row0 + i), c);             \
+                if (live[i]) chunk_load(t[i], rp[i], c);                                \
                 else chunk_zero(t[i]);                                                  \
             }                                                                           \
             chunk_consume(acc, t, x, c);                                                \
@@ -288,7 +294,10 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
         _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) wrote[i] = live[i];          \
         grp += gridDim.x;                                                               \
         row0 = grp < ngroups ? (grp * GEMV_W + warp) * GEMV_R : rows;                   \
-        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) live[i] = row0 + i < rows;   \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
+            live[i] = row0 + i < rows;                                                  \
+            rp[i] = row_ptr(W, g, (size_t)(live[i] ? row0 + i : 0));                    \
+        }                                                                               \
         if (batched && row0 < rows) { GEMV_LOAD_BATCH(ch, lane) }                       \
         _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
             const float v = gemv_warp_sum(acc[i]);                                      \

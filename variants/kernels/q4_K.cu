@@ -19,8 +19,16 @@ __device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
 
 struct Chunk { uint4 h, a, b; };
 
-__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
-    const unsigned char* sb = W + row * g.rowBytes + (size_t)(c >> 2) * 144;
+struct RowPtr { const unsigned char* p; };
+
+__device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, const Geo& g, size_t row) {
+    RowPtr r;
+    r.p = W + row * g.rowBytes;
+    return r;
+}
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
+    const unsigned char* sb = r.p + (size_t)(c >> 2) * 144;
     const unsigned char* qs = sb + 16 + 32 * (c & 3);
     ch.h = gemv_ld128(sb);
     ch.a = gemv_ld128(qs);

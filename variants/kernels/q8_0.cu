@@ -21,14 +21,25 @@ __device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
     return g;
 }
 
+// A row's bytes: raw blocks or tiles (l=0, 2), or its quant and scale
+// planes (l=1).
+struct RowPtr { const unsigned char* q; const unsigned char* s; };
+
+__device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, const Geo& g, size_t row) {
+    RowPtr r;
+    r.q = W + row * g.rowBytes;
+    r.s = W + g.scaleOff + row * (size_t)g.nb * 2;
+    return r;
+}
+
 #if GEMV_L == 0
 // Raw blocks are 34 bytes, only 2-byte aligned: an aligned block is read as
 // words at +0..+28 and a u16 at +32, a misaligned one as a u16 at +0 and
 // words at +2..+30; the decode funnel-shifts by 16 or 0 (same code per lane).
 struct Chunk { u32 w[8]; u32 h; u32 mis; };
 
-__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
-    const unsigned char* p = W + row * g.rowBytes + (size_t)c * 34;
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
+    const unsigned char* p = r.q + (size_t)c * 34;
     const u32 mis = (u32)(u64)p & 2u;
     const unsigned char* pw = p + mis;
     const unsigned char* ph = p + (mis ? 0 : 32);
@@ -59,14 +70,14 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[8], float& d
 // qs (two 16-byte loads plus the d from the tile's first 16 bytes).
 struct Chunk { uint4 a, b; u32 h; };
 
-__device__ __forceinline__ void chunk_load(Chunk& ch, const unsigned char* __restrict__ W, const Geo& g, size_t row, int c) {
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
 #if GEMV_L == 1
-    const unsigned char* p = W + row * g.rowBytes + (size_t)c * 32;
+    const unsigned char* p = r.q + (size_t)c * 32;
     ch.a = gemv_ld128(p);
     ch.b = gemv_ld128(p + 16);
-    ch.h = gemv_ld16(W + g.scaleOff + (row * (size_t)g.nb + (size_t)c) * 2);
+    ch.h = gemv_ld16(r.s + (size_t)c * 2);
 #else
-    const unsigned char* t = W + row * g.rowBytes + (size_t)(c >> 3) * 272;
+    const unsigned char* t = r.q + (size_t)(c >> 3) * 272;
     const int pos = c & 7;
     ch.a = gemv_ld128(t + 16 + pos * 32);
     ch.b = gemv_ld128(t + 32 + pos * 32);
