@@ -57,7 +57,7 @@ func plant(t *testing.T, format, id, old, new string) source {
 }
 
 // TestPlantedVariants runs the whole pipeline on one small job with a
-// narrowed space plus four planted variants: one computing the wrong
+// narrowed space plus four planted variants (plantedQ4_0): one computing the wrong
 // function, one writing out of bounds (a fault that poisons the worker's
 // context), one identical to stock and one slightly slower. The wrong one
 // must be caught by verification, the faulting one marked while the run
@@ -69,14 +69,7 @@ func TestPlantedVariants(t *testing.T) {
 	}
 	defer func() { candidateFilter = nil }()
 	lockDir = func() string { return t.TempDir() }
-	const store = "y[row0 + i] = v;"
-	extra := planted{"q4_0": {
-		plant(t, "q4_0", "planted-wrong", store, "y[row0 + i] = v * 1.0001f;"),
-		plant(t, "q4_0", "planted-fault", store, "y[(size_t)(row0 + i) + (1ull << 40)] = v;"),
-		plant(t, "q4_0", "planted-twin", store, store),
-		plant(t, "q4_0", "planted-slow", "gemv_stage_x(x, cols);", "gemv_stage_x(x, cols); __nanosleep(300);"),
-	}}
-	ds, err := run(context.Background(), []Job{{Format: "q4_0", Rows: 4096, Cols: 4096}}, Options{}, extra)
+	ds, err := run(context.Background(), []Job{{Format: "q4_0", Rows: 4096, Cols: 4096}}, Options{}, plantedQ4_0(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +115,32 @@ func TestNoGPUOfArch(t *testing.T) {
 		t.Errorf("without a GPU, want ErrNoDriver/ErrNoDevice, got %v", err)
 	}
 	t.Log(err)
+}
+
+// plantedQ4_0 is stock q4_0 edited four ways: a wrong result, an
+// out-of-bounds store, an identical twin, and a sleep after staging.
+func plantedQ4_0(t *testing.T) planted {
+	const store = "y[done0 + i] = v;"
+	return planted{"q4_0": {
+		plant(t, "q4_0", "planted-wrong", store, "y[done0 + i] = v * 1.0001f;"),
+		plant(t, "q4_0", "planted-fault", store, "y[(size_t)(done0 + i) + (1ull << 40)] = v;"),
+		plant(t, "q4_0", "planted-twin", store, store),
+		plant(t, "q4_0", "planted-slow", "gemv_stage_x(x, cols);", "gemv_stage_x(x, cols); __nanosleep(300);"),
+	}}
+}
+
+// TestPlantedSources checks, without a GPU, that the edits of the planted
+// variants still find their anchors in stock's source (a kernel change
+// that moves them would otherwise only show on the GPU machine).
+func TestPlantedSources(t *testing.T) {
+	for _, s := range plantedQ4_0(t)["q4_0"] {
+		stock, err := variants.FamilyOf("q4_0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, _ := stock.Source(space.Stock)
+		if s.Code == code && s.ID != "planted-twin" {
+			t.Errorf("%s: source unchanged", s.ID)
+		}
+	}
 }
