@@ -209,7 +209,11 @@ func buildView(e reportEntry) reportView {
 	if fixed == (space.Params{}) {
 		fixed = space.Stock
 	}
-	v.Fixed = fmt.Sprintf("u=%d s=%d w=%d l=%d a=%d (the winner's); stock is %s", fixed.U, fixed.S, fixed.W, fixed.L, fixed.A, space.Stock.ID())
+	grid := "plain grid (g=0)"
+	if fixed.G > 0 {
+		grid = "one-wave grid (g>0, set per variant)"
+	}
+	v.Fixed = fmt.Sprintf("u=%d s=%d w=%d l=%d a=%d, %s (the winner's); stock is %s", fixed.U, fixed.S, fixed.W, fixed.L, fixed.A, grid, space.Stock.ID())
 	v.Plot = template.HTML(plotSVG(e, fixed))
 
 	var ok []cache.Candidate

@@ -40,9 +40,12 @@ func isFailure(s string) bool {
 	return false
 }
 
-// sameFixed reports whether p has the fixed knobs u, s, w, l and a.
+// sameFixed reports whether p has the fixed knobs u, s, w, l and a, and
+// the same kind of grid: plain (g=0) or one wave (any g > 0, which the
+// tuner sets per variant from its rows per block and occupancy).
 func sameFixed(p, fixed space.Params) bool {
-	return p.U == fixed.U && p.S == fixed.S && p.W == fixed.W && p.L == fixed.L && p.A == fixed.A
+	return p.U == fixed.U && p.S == fixed.S && p.W == fixed.W && p.L == fixed.L && p.A == fixed.A &&
+		(p.G == 0) == (fixed.G == 0)
 }
 
 // plotSVG draws GB/s against rows per warp for the candidates of e that

@@ -95,7 +95,7 @@ func TestReportHTML(t *testing.T) {
 		t.Error("pruned candidate plotted")
 	}
 	for _, want := range []string{"pruned: 1", `class="failed"`, "row 17: 1.25 vs stock 1.5", "floor f=0", "floor f=3",
-		"u=1 s=0 w=8 l=0 a=0 (the winner&#39;s)", "registers·blocks/SM"} {
+		"u=1 s=0 w=8 l=0 a=0, plain grid (g=0) (the winner&#39;s)", "registers·blocks/SM"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
 		}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/tuner"
+)
+
+func TestWriteBenchVariants(t *testing.T) {
+	stock := tuner.Candidate{ID: "r1f0u1s0w8", Params: space.Stock, Class: "exact", Status: tuner.StatusOK,
+		MedianUS: 250, LoUS: 249.5, HiUS: 250.5, GBs: 528, PctCeiling: 12, Registers: 40, BlocksPerSM: 6}
+	g, _ := space.Parse("r2f0u2s1w16g4l1a1")
+	d := tuner.Decision{Job: tuner.Job{Format: "q4_0", Rows: 28672, Cols: 8192}, CeilingGBs: 4400, Stock: stock,
+		Candidates: []tuner.Candidate{stock,
+			{ID: g.ID(), Params: g, Class: "tolerance", Status: tuner.StatusOK, MedianUS: 35.5, LoUS: 35.4, HiUS: 35.6, GBs: 3721, PctCeiling: 84.6, Registers: 56, BlocksPerSM: 2},
+			{ID: "r8f0u2s1w16", Class: "exact", Status: tuner.StatusPruned, Reason: "spills: ptxas spills 248 bytes at 128 registers"},
+		}}
+	var b bytes.Buffer
+	if err := writeBenchVariants(&b, []tuner.Decision{d}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"r2f0u2s1w16g4l1a1", "35.50", "35.40–35.60", "3721", "84.6", "7.04x", // 250/35.5
+		"r1f0u1s0w8", "1.00x",
+		"pruned: spills: ptxas spills 248 bytes",
+		"ceiling", "4400",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "\n"); n != 5 { // header, 3 candidates, ceiling
+		t.Errorf("%d lines, want 5:\n%s", n, out)
+	}
+}
+
+func TestBenchVariantsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--variants", "r1f0u1s0w8g1"}, `--variants: "r1f0u1s0w8g1"`},
+		{[]string{"--variants", "bogus"}, `invalid variant ID "bogus"`},
+		{[]string{"--variants", "v1", "--format", "q5_1"}, "q5_1"},
+	} {
+		var out, errb bytes.Buffer
+		err := benchMain(context.Background(), tc.args, &out, &errb)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("bench %v = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestSameFixedGrid(t *testing.T) {
+	p := func(id string) space.Params {
+		q, err := space.Parse(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"r1f0u2s1w16l1a1", "r4f3u2s1w16l1a1", true},
+		{"r1f0u2s1w16g7l1a1", "r2f0u2s1w16g4l1a1", true}, // both one-wave grids
+		{"r1f0u2s1w16g7l1a1", "r1f0u2s1w16l1a1", false},
+		{"r1f0u2s1w16l1a1", "r1f0u2s1w16l1", false},
+	} {
+		if got := sameFixed(p(tc.a), p(tc.b)); got != tc.same {
+			t.Errorf("sameFixed(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+}
