@@ -208,3 +208,29 @@ func TestParseRowGroups(t *testing.T) {
 		}
 	}
 }
+
+func TestValueSet(t *testing.T) {
+	for _, tc := range []struct {
+		vs   []int
+		want string
+	}{
+		{[]int{1, 2, 3, 4, 6, 8}, "1–4 6 8"},
+		{[]int{0, 1}, "0 1"},
+		{[]int{0, 1, 2}, "0–2"},
+		{[]int{2, 4, 8, 16}, "2 4 8 16"},
+		{nil, ""},
+	} {
+		if got := space.ValueSet(tc.vs); got != tc.want {
+			t.Errorf("ValueSet(%v) = %q, want %q", tc.vs, got, tc.want)
+		}
+	}
+	var g []int
+	for _, k := range space.Knobs {
+		if k.Letter == "g" {
+			g = k.Values
+		}
+	}
+	if got := space.ValueSet(g); got != "0 2–255" {
+		t.Errorf("knob g: %q", got)
+	}
+}

@@ -90,7 +90,7 @@ func (p Params) Validate() error {
 	vals := []int{p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A}
 	for i, k := range Knobs {
 		if !contains(k.Values, vals[i]) {
-			return fmt.Errorf("%w: %s=%d (%s) not in %v", ErrBadID, k.Letter, vals[i], k.Name, k.Values)
+			return fmt.Errorf("%w: %s=%d (%s) not in [%s]", ErrBadID, k.Letter, vals[i], k.Name, ValueSet(k.Values))
 		}
 	}
 	return nil
@@ -160,4 +160,27 @@ func rowGroupValues() []int {
 		vs = append(vs, g)
 	}
 	return vs
+}
+
+// ValueSet writes a knob's sorted values for messages, runs of three or more
+// consecutive values as a range: r's values read "1–4 6 8", g's "0 2–255".
+func ValueSet(vs []int) string {
+	var b strings.Builder
+	for i := 0; i < len(vs); {
+		j := i
+		for j+1 < len(vs) && vs[j+1] == vs[j]+1 {
+			j++
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		if j-i >= 2 {
+			fmt.Fprintf(&b, "%d–%d", vs[i], vs[j])
+			i = j + 1
+			continue
+		}
+		fmt.Fprintf(&b, "%d", vs[i])
+		i++
+	}
+	return b.String()
 }
