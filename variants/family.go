@@ -13,7 +13,7 @@ import (
 
 // generatorVersion changes whenever Source's generated header changes in a
 // way that alters kernels; it is part of every SourceHash.
-const generatorVersion = "gemvtune-kernels/3"
+const generatorVersion = "gemvtune-kernels/4"
 
 //go:embed kernels/*.cu
 var kernelFiles embed.FS
@@ -104,9 +104,11 @@ func (f *family) Source(p space.Params) (string, error) {
 	if err := f.checkParams(p); err != nil {
 		return "", err
 	}
-	// Knob g only sets the grid (Launch): the kernel walks its row groups
-	// at a stride of gridDim.x whatever g is, so every g shares one source
-	// and one cubin.
+	// Knob g only sets the grid (Launch). A staged variant (s=1) is always
+	// built with the row-group loop (walking groups at a stride of
+	// gridDim.x), so every g of it shares one source and one cubin; an s=0
+	// variant gets the loop only when g > 0 (stock stays loop-free).
+	loop := p.S == 1 || p.G > 0
 	p.G = 0
 	var b strings.Builder
 	fmt.Fprintf(&b, "// gemvtune %s %s (%s, source %s)\n", f.format, p.ID(), generatorVersion, f.hash)
@@ -114,7 +116,7 @@ func (f *family) Source(p space.Params) (string, error) {
 		name string
 		v    int
 	}{{"GEMV_R", p.R}, {"GEMV_F", p.F}, {"GEMV_U", p.U}, {"GEMV_S", p.S}, {"GEMV_W", p.W}, {"GEMV_L", p.L},
-		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}} {
+		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}
 	b.WriteString(f.src)

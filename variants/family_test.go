@@ -161,12 +161,19 @@ func TestLaunch(t *testing.T) {
 		{"r1f0u1s0w8g2", 8 * 7, 4096, 4, 256, 0}, // 7 groups
 	}
 	f := mustFamily(t, "q8_0")
-	// g does not change the kernel: one source (and cubin) for every g.
+	// g does not change a staged kernel: one source (and cubin) for every
+	// g, built with the row-group loop. Unstaged kernels get the loop only
+	// when g > 0, so stock stays loop-free.
 	for _, id := range []string{"r1f0u4s1w16g8l1a1", "r1f0u4s1w16g128l1a1"} {
 		a, errA := f.Source(mustParse(t, id))
 		b, errB := f.Source(mustParse(t, "r1f0u4s1w16l1a1"))
-		if errA != nil || errB != nil || a != b {
-			t.Errorf("Source(%s) differs from its g=0 source (%v, %v)", id, errA, errB)
+		if errA != nil || errB != nil || a != b || !strings.Contains(a, "#define GEMV_LOOP 1\n") {
+			t.Errorf("Source(%s) differs from its g=0 source or lacks the loop (%v, %v)", id, errA, errB)
+		}
+	}
+	for id, loop := range map[string]string{"v1": "0", "r2f0u4s0w8": "0", "r2f0u4s0w8g4": "1"} {
+		if src, err := f.Source(mustParse(t, id)); err != nil || !strings.Contains(src, "#define GEMV_LOOP "+loop+"\n") {
+			t.Errorf("Source(%s): want GEMV_LOOP %s (%v)", id, loop, err)
 		}
 	}
 	if got := mustFamily(t, "bf16").Launch(mustParse(t, "r1f0u1s1w8"), 8, 4096).SharedBytes; got != 4096*4 {

@@ -233,8 +233,12 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
 //        loads x of chunk c once and adds the chunk of every row to its acc.
 //
 // Row groups: a group is the GEMV_R*GEMV_W rows one block covers at a time
-// (warp w takes rows (group*W + w)*R ..+R-1); block b walks groups b,
-// b+gridDim.x, ... (launch knob g sets the grid), staging x once.
+// (warp w takes rows (group*W + w)*R ..+R-1); with GEMV_LOOP block b walks
+// groups b, b+gridDim.x, ... (launch knob g sets the grid), staging x once.
+// The generated header sets GEMV_LOOP for staged variants (s=1, every g
+// shares their cubin) and for s=0 only when g > 0; without it a block
+// computes its one group and the loop's registers are not spent (the plain
+// kernels, stock among them, stay as lean as before the loop existed).
 //
 // Loads run ahead of use: a lane issues its first batch (GEMV_U chunks of
 // GEMV_R rows) before x is staged, so the block has weight bytes in flight
@@ -292,13 +296,17 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
         const int done0 = row0;                                                         \
         bool wrote[GEMV_R];                                                             \
         _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) wrote[i] = live[i];          \
-        grp += gridDim.x;                                                               \
-        row0 = grp < ngroups ? (grp * GEMV_W + warp) * GEMV_R : rows;                   \
-        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
-            live[i] = row0 + i < rows;                                                  \
-            rp[i] = row_ptr(W, g, (size_t)(live[i] ? row0 + i : 0));                    \
+        if (!GEMV_LOOP) {                                                               \
+            row0 = rows;                                                                \
+        } else {                                                                        \
+            grp += gridDim.x;                                                           \
+            row0 = grp < ngroups ? (grp * GEMV_W + warp) * GEMV_R : rows;               \
+            _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                        \
+                live[i] = row0 + i < rows;                                              \
+                rp[i] = row_ptr(W, g, (size_t)(live[i] ? row0 + i : 0));                \
+            }                                                                           \
+            if (batched && row0 < rows) { GEMV_LOAD_BATCH(ch, lane) }                   \
         }                                                                               \
-        if (batched && row0 < rows) { GEMV_LOAD_BATCH(ch, lane) }                       \
         _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
             const float v = gemv_warp_sum(acc[i]);                                      \
             if (lane == 0 && wrote[i]) y[done0 + i] = v;                                \
