@@ -73,18 +73,7 @@ func TestSummaryExactRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		s := base
 		s.Exact = tt.exact
-		b := encodeSummary(s)
-		if b[0] != tt.version {
-			t.Errorf("%s: version %d; want %d", tt.name, b[0], tt.version)
-		}
-		if got, err := decodeSummary(b, nil); err != nil || got != s {
-			t.Errorf("%s: round trip = %+v, %v\nwant %+v", tt.name, got, err, s)
-		}
-		for n := 0; n < len(b); n++ {
-			if _, err := decodeSummary(b[:n], nil); !errors.Is(err, ErrBadRecord) {
-				t.Fatalf("%s: cut at %d: %v; want ErrBadRecord", tt.name, n, err)
-			}
-		}
+		b := checkSummaryRoundTrip(t, tt.name, s, tt.version)
 		var raw rawSummary // reused: a version 1 summary after it must not keep the alternative
 		if decodeRaw(b, &raw) != nil || decodeRaw(encodeSummary(Summary{Schema: 1, Params: space.Stock, Class: ClassExact}), &raw) != nil || raw.Exact.Present {
 			t.Errorf("%s: a reused rawSummary kept an alternative", tt.name)
@@ -167,18 +156,7 @@ func TestSummaryKnobG(t *testing.T) {
 		s := base
 		s.Params.G, s.Params.A, s.Params.L = tt.g, tt.a, tt.l
 		s.Exact = tt.exact
-		b := encodeSummary(s)
-		if b[0] != tt.version {
-			t.Errorf("%s: version %d; want %d", tt.name, b[0], tt.version)
-		}
-		if got, err := decodeSummary(b, nil); err != nil || got != s {
-			t.Errorf("%s: round trip = %+v, %v\nwant %+v", tt.name, got, err, s)
-		}
-		for n := 0; n < len(b); n++ {
-			if _, err := decodeSummary(b[:n], nil); !errors.Is(err, ErrBadRecord) {
-				t.Fatalf("%s: cut at %d: %v; want ErrBadRecord", tt.name, n, err)
-			}
-		}
+		b := checkSummaryRoundTrip(t, tt.name, s, tt.version)
 		var raw rawSummary // reused: a version 1 summary after it must not keep G or the alternative
 		if decodeRaw(b, &raw) != nil || raw.Params != s.Params || decodeRaw(encodeSummary(Summary{Schema: 1, Params: space.Stock, Class: ClassExact}), &raw) != nil ||
 			raw.Exact.Present || raw.Params != space.Stock {
@@ -275,4 +253,23 @@ func TestParamsOK(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkSummaryRoundTrip encodes s, checks its version byte, that it decodes
+// back to s, and that every cut of it is refused; it returns the bytes.
+func checkSummaryRoundTrip(t *testing.T, name string, s Summary, version byte) []byte {
+	t.Helper()
+	b := encodeSummary(s)
+	if b[0] != version {
+		t.Errorf("%s: version %d; want %d", name, b[0], version)
+	}
+	if got, err := decodeSummary(b, nil); err != nil || got != s {
+		t.Errorf("%s: round trip = %+v, %v\nwant %+v", name, got, err, s)
+	}
+	for n := 0; n < len(b); n++ {
+		if _, err := decodeSummary(b[:n], nil); !errors.Is(err, ErrBadRecord) {
+			t.Fatalf("%s: cut at %d: %v; want ErrBadRecord", name, n, err)
+		}
+	}
+	return b
 }
