@@ -183,11 +183,16 @@ func TestKnobGThroughCache(t *testing.T) {
 		cubin      []byte
 	}{
 		{"tuned", nil, "q4_0", 4096, "tuned", "r2f0u1s1w8g8", cubinFor(tuned)},
-		{"nearest", nil, "q4_0", 3000, "nearest", "r2f0u1s1w8g8", cubinFor(tuned)},
+		// Nearest keeps the tuned grid: 4096 rows / 16 = 256 groups / g8 =
+		// 32 blocks; 3000 rows = 188 groups over 32 blocks: g6, same cubin.
+		{"nearest", nil, "q4_0", 3000, "nearest", "r2f0u1s1w8g6", cubinFor(tuned)},
+		{"nearest far below", nil, "q4_0", 300, "nearest", "r2f0u1s1w8", cubinFor(tuned)},
+		{"nearest far above", nil, "q4_0", 1 << 20, "nearest", "r2f0u1s1w8g255", cubinFor(tuned)},
 		{"tuned tolerance", nil, "q8_0", 4096, "tuned", "r2f0u1s1w8g4a1", cubinFor(tol)},
 		{"exact alternative with g", strict, "q8_0", 4096, "tuned", "r4f0u1s1w8g128", exactCubinFor(tol)},
 		{"exact alternative without g", strict, "q8_0", 8192, "tuned", "r4f0u1s0w8", exactCubinFor(plain)},
-		{"nearest exact alternative", strict, "q8_0", 5000, "nearest", "r4f0u1s1w8g128", exactCubinFor(tol)},
+		// 4096 / 32 = 128 groups / g128 = 1 block; 5000 rows = 157 groups.
+		{"nearest exact alternative", strict, "q8_0", 5000, "nearest", "r4f0u1s1w8g157", exactCubinFor(tol)},
 		{"forced", map[string]string{"GEMV_FORCE_VARIANT": "r2f0u1s0w8g64"}, "q4_0", 4096, "forced", "r2f0u1s0w8g64", nil},
 		{"forced same id has the cubin", map[string]string{"GEMV_FORCE_VARIANT_Q4_0": "r2f0u1s1w8g8"}, "q4_0", 4096, "forced", "r2f0u1s1w8g8", cubinFor(tuned)},
 		{"override keeps g", map[string]string{"GEMV_WARPS": "16"}, "q4_0", 4096, "forced", "r2f0u1s1w16g8", nil},

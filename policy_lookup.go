@@ -175,8 +175,9 @@ func (p *Policy) fromCache(fi *famInfo, g *group, j int, arch, format string, sh
 	if j < 0 {
 		return stock(SourceDefault, "no usable tuned "+format+" record on "+arch+" with "+itoa(sh.Cols)+" cols")
 	}
+	tunedRows := int(g.keys[j].key & 0xffffffff)
 	if c := g.near[j].Load(); c != nil && fi.fam.Gate(c.Params, sh.Rows, sh.Cols) == nil {
-		return *c
+		return atRows(*c, tunedRows, sh.Rows)
 	}
 	s := p.t.Summary(int(g.keys[j].i))
 	if p.env.requireExact && s.Class != cache.ClassExact {
@@ -185,15 +186,45 @@ func (p *Policy) fromCache(fi *famInfo, g *group, j int, arch, format string, sh
 		if c.Source == SourceNearest {
 			g.near[j].Store(&c)
 		}
-		return c
+		return atRows(c, tunedRows, sh.Rows)
 	}
 	if err := fi.fam.Gate(s.Params, sh.Rows, sh.Cols); err != nil {
 		return stock(SourceDefault, "nearest tuned shape "+s.Shape().String()+" has winner "+idOf(s.Params)+", whose gate fails here: "+err.Error())
 	}
 	c := p.fromSummary(g, &s, SourceNearest, "nearest tuned shape "+s.Shape().String()+" (same cols, closest rows) on "+s.GPUName+": "+s.Decision)
 	g.near[j].Store(&c)
+	return atRows(c, tunedRows, sh.Rows)
+}
+
+// atRows adapts a choice taken from a record tuned at tunedRows to rows:
+// knob g (row groups per block) was chosen so that the grid was one wave
+// at the tuned shape, so the adapted g keeps that grid size,
+// g' = ceil(ceil(rows/(r·w)) / grid) (0 when one group per block is
+// enough, at most space.MaxRowGroups). A staged kernel is the same for
+// every g, so the stored cubin still applies; without g the choice is
+// returned as it is.
+func atRows(c Choice, tunedRows, rows int) Choice {
+	q := c.Params
+	per := q.R * q.W
+	if q.G == 0 || rows == tunedRows || per <= 0 {
+		return c
+	}
+	grid := ceilDiv(ceilDiv(tunedRows, per), q.G)
+	g := min(ceilDiv(ceilDiv(rows, per), grid), space.MaxRowGroups)
+	if g < 2 {
+		g = 0
+	}
+	if g == q.G {
+		return c
+	}
+	was := c.ID
+	q.G = g
+	c.Params, c.ID = q, idOf(q)
+	c.Reason += "; " + was + " with g " + itoa(g) + " for " + itoa(rows) + " rows (the tuned grid of " + itoa(grid) + " blocks)"
 	return c
 }
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // find returns the index in g.keys of shape rows×cols (the last in index
 // order if the index named it twice), or -1.
