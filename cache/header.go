@@ -19,7 +19,9 @@ func WriteCHeader(w io.Writer, recs []Record) error {
 	fmt.Fprintf(bw, `/* Tuned GEMV variants, written by "autotune export --header" (gemvtune %s).
  * Do not edit; regenerate from the cache. Knobs as in design.md: r rows per
  * warp, f launch-bounds floor, u unroll, s smem staging, w warps per block,
- * g row groups per block, 0 = 1: grid = ceil(ceil(rows/(r*w)) / max(g,1)),
+ * g row groups per block, 0 = 1: grid = ceil(ceil(rows/(r*w)) / max(g,1))
+ * (g was chosen for this row's rows: at other rows keep that grid size,
+ * g' = ceil(ceil(rows'/(r*w)) / grid), 0 below 2; the kernel is the same),
  * l layout (0 = raw bytes), a activation path (0 = f32, 1 = int8 with dp4a).
  * exact = 1: bit-identical to the stock kernel. has_exact_alt = 1: the winner
  * is not exact and x* are the knobs of the best exact variant (the stock
