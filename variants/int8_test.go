@@ -88,7 +88,7 @@ func tunerLikeWeights(rng *rand.Rand, rows, cols int) []float32 {
 
 // TestInt8ErrorBound checks that the a=1 bound leaves at least a 3× margin
 // over the error of int8 activations on the data the tuner and the GPU
-// test use (uniform x) and on Gaussian x, for q4_0, q8_0 and q4_K at the K
+// test use (uniform x) and on Gaussian x, for q4_0, q8_0, q4_K and affine4 at the K
 // of the model shapes.
 func TestInt8ErrorBound(t *testing.T) {
 	p := mustParse(t, "r1f0u1s1w8a1")
