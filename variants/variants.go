@@ -69,9 +69,9 @@ func KnobsOf(f Family) space.FamilyKnobs {
 
 // Launch is the launch geometry of one variant for one shape.
 type Launch struct {
-	Grid        [3]uint32
-	Block       [3]uint32
-	SharedBytes uint32 // dynamic shared memory
+	Grid        [3]uint32 `json:"grid"`
+	Block       [3]uint32 `json:"block"`
+	SharedBytes uint32    `json:"shared_bytes"` // dynamic shared memory
 }
 
 // Family is the kernel family of one format.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gemvtune/gemvtune"
 	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
 )
 
 func init() {
@@ -38,6 +39,7 @@ type lookupJSON struct {
 	Source   string             `json:"source"`
 	Reason   string             `json:"reason"`
 	Layout   int                `json:"layout"`
+	Launch   *variants.Launch   `json:"launch,omitempty"` // grid, block, dynamic smem for the shape
 	Cubin    bool               `json:"cubin_stored"`
 	Evidence *gemvtune.Evidence `json:"evidence,omitempty"`
 	Cache    string             `json:"cache"`
@@ -79,6 +81,10 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 	if pol.CacheErr != nil {
 		out.CacheErr = pol.CacheErr.Error()
 	}
+	if fam, err := variants.FamilyOf(*format); err == nil {
+		l := fam.Launch(c.Params, sh.Rows, sh.Cols)
+		out.Launch = &l
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -91,6 +97,9 @@ func writeLookup(w io.Writer, o lookupJSON) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s: %s (%s)\n", o.Arch, o.Format, o.Shape, o.ID, o.Params.ID())
 	fmt.Fprintf(&b, "  source  %s\n  reason  %s\n  class   %s\n  layout  %d\n", o.Source, o.Reason, o.Class, o.Layout)
+	if l := o.Launch; l != nil {
+		fmt.Fprintf(&b, "  launch  grid %d, block %d, %d bytes of dynamic shared memory\n", l.Grid[0], l.Block[0], l.SharedBytes)
+	}
 	if o.Cubin {
 		b.WriteString("  cubin   stored\n")
 	} else {

@@ -56,7 +56,9 @@ func TestLookupCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"r2f3u1s0w8", "source  tuned", "cubin   stored", "3712 GB/s", "NVIDIA H200"} {
+	// 4096 rows / (2·8) = 256 blocks of 256 threads, x not staged.
+	for _, want := range []string{"r2f3u1s0w8", "source  tuned", "cubin   stored", "3712 GB/s", "NVIDIA H200",
+		"launch  grid 256, block 256, 0 bytes of dynamic shared memory"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -74,6 +76,25 @@ func TestLookupCommand(t *testing.T) {
 	var j lookupJSON
 	if err := json.Unmarshal(out.Bytes(), &j); err != nil || j.ID != "v1" || j.Source != "forced" {
 		t.Errorf("--json with GEMV_FORCE_VARIANT=v1: %+v, %v", j, err)
+	}
+	// Knob g shows in the grid: 28672 rows / 16 = 1792 groups / g7 = 256
+	// blocks; int8 x staged: 8192/32 groups × 48 bytes.
+	out.Reset()
+	env = func(k string) (string, bool) {
+		if k == "GEMV_FORCE_VARIANT" {
+			return "r1f0u4s1w16g7l1a1", true
+		}
+		return "", false
+	}
+	if err := lookupMain([]string{"--arch=sm_90", "--format=q4_0", "--shape=28672x8192", "--cache=" + path, "--json"}, &out, &errOut, env); err != nil {
+		t.Fatal(err)
+	}
+	j = lookupJSON{}
+	if err := json.Unmarshal(out.Bytes(), &j); err != nil || j.Launch == nil || j.Launch.Grid[0] != 256 || j.Launch.Block[0] != 512 || j.Launch.SharedBytes != 8192/32*48 {
+		t.Errorf("--json launch for r1f0u4s1w16g7l1a1: %+v, %v\n%s", j.Launch, err, out.String())
+	}
+	if !strings.Contains(out.String(), `"grid": [`) {
+		t.Errorf("--json launch keys:\n%s", out.String())
 	}
 }
 
