@@ -344,6 +344,9 @@ func (g *group) init(p *Policy) {
 			}
 			if sl := slot(s.CubinHash); sl != nil {
 				cubins[s.Params] = sl
+				if k := cubinKey(s.Params); cubins[k] == nil {
+					cubins[k] = sl // every g of a staged variant runs this cubin
+				}
 			}
 			if x := &s.Exact; x.Present && p.env.requireExact {
 				if _, ok := ids[x.Params]; !ok {

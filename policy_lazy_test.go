@@ -196,6 +196,10 @@ func TestKnobGThroughCache(t *testing.T) {
 		{"forced", map[string]string{"GEMV_FORCE_VARIANT": "r2f0u1s0w8g64"}, "q4_0", 4096, "forced", "r2f0u1s0w8g64", nil},
 		{"forced same id has the cubin", map[string]string{"GEMV_FORCE_VARIANT_Q4_0": "r2f0u1s1w8g8"}, "q4_0", 4096, "forced", "r2f0u1s1w8g8", cubinFor(tuned)},
 		{"override keeps g", map[string]string{"GEMV_WARPS": "16"}, "q4_0", 4096, "forced", "r2f0u1s1w16g8", nil},
+		// A staged variant is one kernel for every g: a forced other g (or
+		// none) gets the stored cubin; an unstaged one with g does not.
+		{"forced other g has the cubin", map[string]string{"GEMV_FORCE_VARIANT_Q4_0": "r2f0u1s1w8g3"}, "q4_0", 4096, "forced", "r2f0u1s1w8g3", cubinFor(tuned)},
+		{"forced no g has the cubin", map[string]string{"GEMV_FORCE_VARIANT_Q4_0": "r2f0u1s1w8"}, "q4_0", 4096, "forced", "r2f0u1s1w8", cubinFor(tuned)},
 		{"forced with override", map[string]string{"GEMV_FORCE_VARIANT": "r2f0u1s0w8g2", "GEMV_UNROLL": "4"}, "q4_0", 4096, "forced", "r2f0u4s0w8g2", nil},
 	}
 	for _, tt := range tests {

@@ -226,6 +226,17 @@ func atRows(c Choice, tunedRows, rows int) Choice {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// cubinKey is the variant whose cubin q runs: a staged variant (s=1) is
+// one kernel for every knob g (variants.Family.Source), so its g is
+// dropped; an unstaged one is built with the row-group loop only when
+// g > 0, so it keeps its own.
+func cubinKey(q space.Params) space.Params {
+	if q.S == 1 {
+		q.G = 0
+	}
+	return q
+}
+
 // find returns the index in g.keys of shape rows×cols (the last in index
 // order if the index named it twice), or -1.
 func (g *group) find(p *Policy, rows, cols int) int {
@@ -284,6 +295,9 @@ func cmpKey(m member, k uint64) int { return cmp.Compare(m.key, k) }
 func (p *Policy) groupCubin(g *group, q space.Params) []byte {
 	g.init(p)
 	s := g.cubins[q]
+	if s == nil {
+		s = g.cubins[cubinKey(q)]
+	}
 	if s == nil {
 		return nil
 	}
