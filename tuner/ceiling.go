@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"fmt"
 	"sort"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
@@ -27,8 +28,14 @@ extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n,
 }
 `
 
+// ReadID names, among a job's measurements, the streaming-read kernel run
+// over the job's own weight copies (Decision.ReadUS): not a variant ID.
+const ReadID = "read"
+
 // measureCeiling times the streaming read over 1 GiB (well past 4 × L2)
-// for a few grid and block sizes and returns the best median GB/s.
+// for a few grid and block sizes and returns the best median GB/s. The
+// kernel stays loaded, with its best launch, for the same-bytes read of
+// each job (readGraph).
 func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 	const bytes = 1 << 30
 	var best float64
@@ -37,11 +44,12 @@ func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 		if err != nil {
 			return err
 		}
-		defer c.UnloadModule(mod)
 		fn, err := c.Function(mod, "read_ceiling")
 		if err != nil {
+			_ = c.UnloadModule(mod)
 			return err
 		}
+		w.ceiling = fn
 		buf, err := c.Alloc(bytes)
 		if err != nil {
 			return err
@@ -89,10 +97,36 @@ func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 			}
 			sort.Float64s(times)
 			if gbs := bytes / times[len(times)/2] / 1e9; gbs > best {
-				best = gbs
+				best, w.ceilingCfg = gbs, cfg
 			}
 		}
 		return nil
 	})
 	return best, err
+}
+
+// readLaunches returns the launches of the streaming-read kernel over each
+// of the current job's raw weight copies (bytes rounded down to 16), with
+// the grid and block that gave the ceiling: how long reading exactly the
+// job's bytes takes, timed like a candidate.
+func (w *worker) readLaunches(c *gpu.Ctx) (gpu.Function, gpu.LaunchConfig, []*gpu.Args, error) {
+	s := w.shape
+	if w.ceiling == 0 {
+		return 0, gpu.LaunchConfig{}, nil, fmt.Errorf("read: the ceiling kernel is not loaded")
+	}
+	ptrs, err := w.weights(c, 0)
+	if err != nil {
+		return 0, gpu.LaunchConfig{}, nil, err
+	}
+	cfg := w.ceilingCfg
+	cfg.Stream = s.stream
+	args := make([]*gpu.Args, len(ptrs))
+	for i, p := range ptrs {
+		// out: the kernel writes it only on an impossible checksum; y is
+		// poisoned before every verification anyway.
+		if args[i], err = gpu.NewArgs(p, uint32(s.bytes/16), s.y); err != nil {
+			return 0, gpu.LaunchConfig{}, nil, err
+		}
+	}
+	return w.ceiling, cfg, args, nil
 }

@@ -20,14 +20,22 @@ type jobData struct {
 	ref []float64
 }
 
-// rowContiguous reports whether a format's raw bytes are one row after
-// another, so bands of rows can be quantized and referenced in parallel.
-// affine4 keeps MLX's three planes (weights, scales, biases) and is done whole.
-func rowContiguous(format string) bool { return format != "affine4" }
+// planeRowBytes gives, per plane of a format's raw bytes, how many bytes one
+// row has there: one plane of whole rows for the GGUF formats and bf16,
+// and MLX's three planes (4-bit weights, f16 scales, f16 biases, one per
+// group of 64) for affine4. A band of rows quantized on its own has the
+// same planes with fewer rows, so bands can be made in parallel and copied
+// into place plane by plane.
+func planeRowBytes(format string, cols int, rowBytes int) []int {
+	if format == "affine4" {
+		return []int{cols / 2, cols / 64 * 2, cols / 64 * 2}
+	}
+	return []int{rowBytes}
+}
 
 // makeJobData draws weights uniformly in [-1, 1) (with a few rows scaled up
 // so scales differ by orders of magnitude) and x in [-1, 1), then quantizes
-// and computes the reference, in parallel bands where the layout allows.
+// and computes the reference in parallel bands of rows.
 func makeJobData(f variants.Format, rows, cols int, seed int64) (*jobData, error) {
 	n, err := f.Bytes(rows, cols)
 	if err != nil {
@@ -38,11 +46,9 @@ func makeJobData(f variants.Format, rows, cols int, seed int64) (*jobData, error
 	for i := range x {
 		x[i] = float32(rng.Float64()*2 - 1)
 	}
-	bands := 1
-	if rowContiguous(f.Name()) {
-		bands = min(runtime.GOMAXPROCS(0), rows)
-	}
+	bands := min(runtime.GOMAXPROCS(0), rows)
 	rowBytes := int(n / int64(rows))
+	planes := planeRowBytes(f.Name(), cols, rowBytes)
 	raw := make([]byte, n)
 	ref := make([]float64, rows)
 	var g errgroup.Group
@@ -73,10 +79,12 @@ func makeJobData(f variants.Format, rows, cols int, seed int64) (*jobData, error
 			if err != nil {
 				return err
 			}
-			if bands == 1 {
-				copy(raw, q)
-			} else {
-				copy(raw[r0*rowBytes:], q)
+			// Plane p of the band goes after plane p of the rows above it.
+			var at, from int
+			for _, pb := range planes {
+				copy(raw[at+r0*pb:at+r1*pb], q[from:from+(r1-r0)*pb])
+				at += rows * pb
+				from += (r1 - r0) * pb
 			}
 			copy(ref[r0:], y)
 			return nil

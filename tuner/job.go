@@ -199,10 +199,19 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 		}
 	}
 	d.Candidates = cands
+	// The same-bytes read: a yardstick, so a failure leaves it out (0)
+	// rather than failing the job.
+	if v, err := s.measure([]string{ReadID}, readRounds); err == nil && len(v[ReadID]) > 0 {
+		d.ReadUS, _, _ = summarize(v[ReadID])
+		d.ReadGBs = float64(bytes/16*16) / (d.ReadUS * 1e-6) / 1e9
+	}
 	d.Wall = time.Since(t0).Seconds()
 	s.shape = nil
 	return d, nil
 }
+
+// readRounds is how many rounds time the same-bytes read (Decision.ReadUS).
+const readRounds = 15
 
 // pruneUnboundFloors drops variants whose launch-bounds floor did not bind:
 // same knobs but f, same register count as a variant with a lower floor,

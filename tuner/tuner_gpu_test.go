@@ -100,6 +100,13 @@ func TestPlantedVariants(t *testing.T) {
 	if !(d.CeilingGBs > 0) || !(d.Stock.MedianUS > 0) || len(d.Stock.Samples) < finalRounds {
 		t.Errorf("stock not measured properly: ceiling %.0f GB/s, median %.2f µs, %d samples", d.CeilingGBs, d.Stock.MedianUS, len(d.Stock.Samples))
 	}
+	// The same-bytes read ran over this job's weights: measured, and no
+	// faster than the ceiling allows (a 10 % margin for a smaller read's
+	// different cache behaviour).
+	t.Logf("same-bytes read: %.2f µs, %.0f GB/s", d.ReadUS, d.ReadGBs)
+	if !(d.ReadUS > 0) || !(d.ReadGBs > 0) || d.ReadGBs > 1.1*d.CeilingGBs {
+		t.Errorf("same-bytes read: %.2f µs, %.0f GB/s against a ceiling of %.0f GB/s", d.ReadUS, d.ReadGBs, d.CeilingGBs)
+	}
 }
 
 // TestNoGPUOfArch checks the one-line error for an arch with no local GPU.
@@ -120,12 +127,13 @@ func TestNoGPUOfArch(t *testing.T) {
 // plantedQ4_0 is stock q4_0 edited four ways: a wrong result, an
 // out-of-bounds store, an identical twin, and a sleep after staging.
 func plantedQ4_0(t *testing.T) planted {
-	const store = "y[done0 + i] = v;"
+	const store = "y[row0 + i] = v;"
+	const staged = "gemv_stage_end(x, cols, xpre);"
 	return planted{"q4_0": {
-		plant(t, "q4_0", "planted-wrong", store, "y[done0 + i] = v * 1.0001f;"),
-		plant(t, "q4_0", "planted-fault", store, "y[(size_t)(done0 + i) + (1ull << 40)] = v;"),
+		plant(t, "q4_0", "planted-wrong", store, "y[row0 + i] = v * 1.0001f;"),
+		plant(t, "q4_0", "planted-fault", store, "y[(size_t)(row0 + i) + (1ull << 40)] = v;"),
 		plant(t, "q4_0", "planted-twin", store, store),
-		plant(t, "q4_0", "planted-slow", "gemv_stage_x(x, cols);", "gemv_stage_x(x, cols); __nanosleep(300);"),
+		plant(t, "q4_0", "planted-slow", staged, staged+" __nanosleep(300);"),
 	}}
 }
 

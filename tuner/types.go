@@ -72,14 +72,21 @@ type Clocks struct {
 // Decision is the outcome for one (GPU, format, shape).
 type Decision struct {
 	Job
-	Arch       string      `json:"arch"`
-	Winner     Candidate   `json:"winner"`
-	Stock      Candidate   `json:"stock"`
-	Speedup    float64     `json:"speedup"` // stock median / winner median
-	P          float64     `json:"p"`       // Mann–Whitney U p-value, winner vs stock
-	Kept       bool        `json:"kept_stock"`
-	Reason     string      `json:"reason"` // e.g. "kept v1: +1.2 % not significant (p=0.41)"
-	CeilingGBs float64     `json:"ceiling_gbs"`
+	Arch       string    `json:"arch"`
+	Winner     Candidate `json:"winner"`
+	Stock      Candidate `json:"stock"`
+	Speedup    float64   `json:"speedup"` // stock median / winner median
+	P          float64   `json:"p"`       // Mann–Whitney U p-value, winner vs stock
+	Kept       bool      `json:"kept_stock"`
+	Reason     string    `json:"reason"` // e.g. "kept v1: +1.2 % not significant (p=0.41)"
+	CeilingGBs float64   `json:"ceiling_gbs"`
+	// ReadUS is the median µs per launch of the plain streaming read
+	// over this job's own weight bytes, timed like the candidates (CUDA
+	// graph, rotated copies); ReadGBs its rate. A kernel of this size
+	// cannot beat it by much: it pays the same launch, first-byte latency
+	// and drain, which the 1 GiB ceiling hides. 0 when not measured.
+	ReadUS     float64     `json:"read_us,omitempty"`
+	ReadGBs    float64     `json:"read_gbs,omitempty"`
 	Bytes      int64       `json:"bytes"` // weight bytes incl. scales
 	Before     Clocks      `json:"clocks_before"`
 	After      Clocks      `json:"clocks_after"`

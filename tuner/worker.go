@@ -59,7 +59,9 @@ type worker struct {
 	info    gpu.Info
 	mods    map[string]*loadedModule
 	shape   *workerShape
-	ceiling gpu.Function
+	ceiling gpu.Function // the streaming-read kernel (measureCeiling)
+	// ceilingCfg is the grid and block that gave the ceiling.
+	ceilingCfg gpu.LaunchConfig
 }
 
 // workerShape is the device state of the current job.

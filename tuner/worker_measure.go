@@ -16,27 +16,15 @@ func (w *worker) graph(c *gpu.Ctx, id string) (gpu.GraphExec, error) {
 	if g, ok := s.graphs[id]; ok {
 		return g, nil
 	}
-	m, err := w.module(id)
+	fn, cfg, args, err := w.launches(c, id)
 	if err != nil {
 		return 0, err
-	}
-	ptrs, err := w.weights(c, m.params.L)
-	if err != nil {
-		return 0, err
-	}
-	l := s.fam.Launch(m.params, s.rows, s.cols)
-	cfg := gpu.LaunchConfig{Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Stream: s.stream}
-	args := make([]*gpu.Args, len(ptrs))
-	for i, p := range ptrs {
-		if args[i], err = gpu.NewArgs(p, s.x, s.y, int32(s.rows), int32(s.cols)); err != nil {
-			return 0, err
-		}
 	}
 	if err := c.BeginCapture(s.stream); err != nil {
 		return 0, err
 	}
 	for i := 0; i < s.batch; i++ {
-		if err := c.Launch(m.fn, cfg, args[i%len(args)]); err != nil {
+		if err := c.Launch(fn, cfg, args[i%len(args)]); err != nil {
 			_, _ = c.EndCapture(s.stream)
 			return 0, err
 		}
@@ -52,6 +40,32 @@ func (w *worker) graph(c *gpu.Ctx, id string) (gpu.GraphExec, error) {
 	}
 	s.graphs[id] = exec
 	return exec, nil
+}
+
+// launches returns the kernel, launch and per-copy arguments of candidate
+// id (or of the same-bytes read, ReadID) for the current job.
+func (w *worker) launches(c *gpu.Ctx, id string) (gpu.Function, gpu.LaunchConfig, []*gpu.Args, error) {
+	if id == ReadID {
+		return w.readLaunches(c)
+	}
+	s := w.shape
+	m, err := w.module(id)
+	if err != nil {
+		return 0, gpu.LaunchConfig{}, nil, err
+	}
+	ptrs, err := w.weights(c, m.params.L)
+	if err != nil {
+		return 0, gpu.LaunchConfig{}, nil, err
+	}
+	l := s.fam.Launch(m.params, s.rows, s.cols)
+	cfg := gpu.LaunchConfig{Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes, Stream: s.stream}
+	args := make([]*gpu.Args, len(ptrs))
+	for i, p := range ptrs {
+		if args[i], err = gpu.NewArgs(p, s.x, s.y, int32(s.rows), int32(s.cols)); err != nil {
+			return 0, gpu.LaunchConfig{}, nil, err
+		}
+	}
+	return m.fn, cfg, args, nil
 }
 
 // measure times ids interleaved: each round replays every candidate's batch

@@ -157,6 +157,9 @@ func writeBenchVariants(w io.Writer, ds []tuner.Decision) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.2f–%.2f\t%.0f\t%.1f\t%s\t%d\t%d\t%s\t\n", d.Format, d.Shape(), c.ID, c.Class,
 				c.MedianUS, c.LoUS, c.HiUS, c.GBs, c.PctCeiling, vs, c.Registers, c.BlocksPerSM, status)
 		}
+		if d.ReadUS > 0 {
+			fmt.Fprintf(tw, "%s\t%s\tread (same bytes)\t\t%.2f\t\t%.0f\t%.1f\t\t\t\t\t\n", d.Format, d.Shape(), d.ReadUS, d.ReadGBs, pct(d.ReadGBs, d.CeilingGBs))
+		}
 		fmt.Fprintf(tw, "%s\t%s\tceiling\t\t\t\t%.0f\t100.0\t\t\t\t\t\n", d.Format, d.Shape(), d.CeilingGBs)
 	}
 	return tw.Flush()
@@ -164,11 +167,22 @@ func writeBenchVariants(w io.Writer, ds []tuner.Decision) error {
 
 func allFormats() []string { return []string{"q4_0", "q8_0", "q4_K", "affine4", "bf16"} }
 
+// pct is 100·a/b, or 0 when b is not positive.
+func pct(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return 100 * a / b
+}
+
 // writeBench prints one row per (format, shape): stock, the best verified
-// variant (even when it did not beat stock significantly), and the ceiling.
+// variant (even when it did not beat stock significantly), the ceiling,
+// and the streaming read of the same bytes (its µs, and the best's time as
+// a share of it: 100 % would be a GEMV as fast as merely reading its
+// weights once).
 func writeBench(w io.Writer, ds []tuner.Decision) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "format\tshape\tMB\tstock µs\tGB/s\t% ceil\tbest\tµs\tGB/s\t% ceil\tceiling GB/s\tdecision\t")
+	fmt.Fprintln(tw, "format\tshape\tMB\tstock µs\tGB/s\t% ceil\tbest\tµs\tGB/s\t% ceil\tceiling GB/s\tread µs\t% of read\tdecision\t")
 	for _, d := range ds {
 		bestC := d.Stock
 		for _, c := range d.Candidates {
@@ -176,8 +190,9 @@ func writeBench(w io.Writer, ds []tuner.Decision) error {
 				bestC = c
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%s\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t\n", d.Format, d.Shape(), float64(d.Bytes)/1e6,
-			d.Stock.MedianUS, d.Stock.GBs, d.Stock.PctCeiling, bestC.ID, bestC.MedianUS, bestC.GBs, bestC.PctCeiling, d.CeilingGBs, d.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%s\t%.2f\t%.0f\t%.1f\t%.0f\t%.2f\t%.1f\t%s\t\n", d.Format, d.Shape(), float64(d.Bytes)/1e6,
+			d.Stock.MedianUS, d.Stock.GBs, d.Stock.PctCeiling, bestC.ID, bestC.MedianUS, bestC.GBs, bestC.PctCeiling, d.CeilingGBs,
+			d.ReadUS, pct(d.ReadUS, bestC.MedianUS), d.Reason)
 	}
 	return tw.Flush()
 }

@@ -37,6 +37,24 @@ func TestWriteBenchVariants(t *testing.T) {
 	if n := strings.Count(out, "\n"); n != 5 { // header, 3 candidates, ceiling
 		t.Errorf("%d lines, want 5:\n%s", n, out)
 	}
+
+	// With the same-bytes read measured, it gets its own row, and the
+	// summary table gives the best's time as a share of it.
+	d.ReadUS, d.ReadGBs, d.Bytes = 31.2, 4234, 132120576
+	b.Reset()
+	if err := writeBenchVariants(&b, []tuner.Decision{d}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "read (same bytes)") || !strings.Contains(out, "31.20") || !strings.Contains(out, "96.2") { // 4234/4400
+		t.Errorf("variants table lacks the same-bytes read row:\n%s", out)
+	}
+	b.Reset()
+	if err := writeBench(&b, []tuner.Decision{d}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "31.20") || !strings.Contains(out, "87.9") { // 31.2/35.5
+		t.Errorf("bench table lacks the read µs or the best's share of it:\n%s", out)
+	}
 }
 
 func TestBenchVariantsBadInput(t *testing.T) {

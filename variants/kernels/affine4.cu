@@ -48,6 +48,12 @@ __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
     ch.b = gemv_ld16(r.b + (size_t)(c >> 1) * 2);
 }
 
+__device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
+    gemv_pf(r.q + (size_t)c * 16);
+    gemv_pf(r.s + (size_t)(c >> 1) * 2);
+    gemv_pf(r.b + (size_t)(c >> 1) * 2);
+}
+
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {
     ch.q = make_uint4(0, 0, 0, 0);
     ch.s = 0;

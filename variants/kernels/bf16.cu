@@ -23,6 +23,8 @@ __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
     ch.q = gemv_ld128(r.p + (size_t)c * 16);
 }
 
+__device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) { gemv_pf(r.p + (size_t)c * 16); }
+
 __device__ __forceinline__ void chunk_zero(Chunk& ch) { ch.q = make_uint4(0, 0, 0, 0); }
 
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {

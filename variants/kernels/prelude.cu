@@ -84,6 +84,10 @@ __device__ __forceinline__ float4 gemv_x4(const float* __restrict__ x, int c, in
 #endif
 }
 
+// float4s of x per thread that staging loads before the weights (see
+// gemv_stage_begin).
+#define GEMV_XPRE 4
+
 #if GEMV_A && !GEMV_S
 #error "a=1 stages int8 activations in shared memory: needs s=1"
 #endif
@@ -178,15 +182,23 @@ __device__ __forceinline__ void gemv_xq_put(float4 v, int i, bool ok) {
 }
 
 // Quantize x into shared memory: each thread takes 4 consecutive values, 8
-// lanes (aligned) a group. Warps walk the float4s in warp-uniform steps of
-// two (both loads issued before either is used: one L2 round trip per two
-// float4s), so the shuffles always have the full warp.
-__device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int cols) {
+// lanes (aligned) a group. Float4 number i = lane + 32·(warp + W·j) for j =
+// 0, 1, ...: a warp's 32 float4s of one step are 8 whole groups, and steps
+// are warp-uniform, so the shuffles always have the full warp. The first
+// GEMV_XPRE steps were loaded by gemv_stage_begin (before the weights);
+// the rest go two steps per round trip.
+__device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int cols, const float4 (&pre)[GEMV_XPRE]) {
     const float4* x4 = (const float4*)x;
     const int n4 = cols >> 2;  // a multiple of 8: cols is a multiple of 32
     const int lane = threadIdx.x & 31;
+    const int first = (threadIdx.x >> 5) * 32;
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int base = (threadIdx.x >> 5) * 32; base < n4; base += 64 * GEMV_W) {
+#pragma unroll
+    for (int j = 0; j < GEMV_XPRE; j++) {
+        const int base = first + 32 * GEMV_W * j;
+        if (base < n4) gemv_xq_put(pre[j], base + lane, base + lane < n4);
+    }
+    for (int base = first + 32 * GEMV_W * GEMV_XPRE; base < n4; base += 64 * GEMV_W) {
         const int i0 = base + lane, i1 = base + 32 * GEMV_W + lane;
         const float4 v0 = i0 < n4 ? __ldg(x4 + i0) : zero;
         const float4 v1 = i1 < n4 ? __ldg(x4 + i1) : zero;
@@ -197,20 +209,47 @@ __device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int c
 }
 #endif
 
-// Stage x into shared memory (s=1): the whole block, 16-byte loads
-// (cols is a multiple of 8 for every family, and x is 16-byte aligned),
-// stored at the padded positions gemv_x4 reads. With a=1 the int8 form.
-__device__ __forceinline__ void gemv_stage_x(const float* __restrict__ x, int cols) {
+// Staging x (s=1) in two halves. gemv_stage_begin loads this thread's
+// first GEMV_XPRE float4s of x (float4 number lane + 32·(warp + W·j); the
+// whole of x when cols <= 128·W) into registers; the kernel calls it before
+// it issues its first weight loads, so x (an L2 hit) is not queued behind
+// them. gemv_stage_end stores those (with a=1 quantized, see above), loads
+// and stores the rest, and waits for the block: 16-byte loads (cols is a
+// multiple of 8 for every family, x is 16-byte aligned) stored at the
+// padded positions gemv_x4 reads.
+__device__ __forceinline__ void gemv_stage_begin(const float* __restrict__ x, int cols, float4 (&pre)[GEMV_XPRE]) {
+#if GEMV_S
+    const float4* x4 = (const float4*)x;
+    const int n4 = cols >> 2;
+#pragma unroll
+    for (int j = 0; j < GEMV_XPRE; j++) {
+        const int i = (int)threadIdx.x + 32 * GEMV_W * j;
+        pre[j] = i < n4 ? __ldg(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#endif
+}
+
+__device__ __forceinline__ void gemv_stage_end(const float* __restrict__ x, int cols, const float4 (&pre)[GEMV_XPRE]) {
 #if GEMV_A
-    gemv_stage_xq(x, cols);
+    gemv_stage_xq(x, cols, pre);
 #elif GEMV_S
     const float4* x4 = (const float4*)x;
     const int n4 = cols >> 2;
+#pragma unroll
+    for (int j = 0; j < GEMV_XPRE; j++) {
+        const int i = (int)threadIdx.x + 32 * GEMV_W * j;
+        if (i < n4) gemv_xs[(i / GEMV_X4_PER_CHUNK) * GEMV_XS_STRIDE + i % GEMV_X4_PER_CHUNK] = pre[j];
+    }
 #pragma unroll 4
-    for (int i = threadIdx.x; i < n4; i += 32 * GEMV_W)
+    for (int i = threadIdx.x + 32 * GEMV_W * GEMV_XPRE; i < n4; i += 32 * GEMV_W)
         gemv_xs[(i / GEMV_X4_PER_CHUNK) * GEMV_XS_STRIDE + i % GEMV_X4_PER_CHUNK] = __ldg(x4 + i);
     __syncthreads();
 #endif
+}
+
+// Ask L2 to fetch the line holding p (no register, no wait).
+__device__ __forceinline__ void gemv_pf(const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" :: "l"(p));
 }
 
 // The fixed lane reduction: xor butterfly 16, 8, 4, 2, 1.
@@ -240,18 +279,43 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
 // computes its one group and the loop's registers are not spent (the plain
 // kernels, stock among them, stay as lean as before the loop existed).
 //
-// Loads run ahead of use: a lane issues its first batch (GEMV_U chunks of
-// GEMV_R rows) before x is staged, so the block has weight bytes in flight
-// while it stages; the loop consumes a batch and issues the next; and the
-// next group's first batch is issued before this group's lane reduction.
+// Loads run ahead of use, as a rolling pipeline:
+// - A lane issues its first batch (GEMV_U chunks of GEMV_R rows) before x
+//   is staged (x's own loads go first, see gemv_stage_begin), and with s=1
+//   asks L2 for its second batch (chunk_prefetch: prefetch.global.L2, no
+//   registers), so DRAM keeps streaming while the block stages. On the
+//   H200 at 28672x8192 the prefetch took q4_0's and affine4's best from
+//   34.1-34.4 to 33.6-34.1 µs; a second prefetched batch gained nothing.
+// - As soon as slot k of the batch has been consumed, the lane issues the
+//   chunk 32·GEMV_U further on into that slot, so about GEMV_U chunks per
+//   row stay in flight all the time (a batch consumed whole before the
+//   next was issued drained to none at every step).
+// - When the row has no further full batch, the slots are refilled with
+//   the next row group's first batch instead (with GEMV_LOOP), so the K
+//   tail and the lane reduction run while those loads travel.
 // Chunks of a row are consumed in the same order either way (c = lane,
 // lane+32, ...), and rows past the end load nothing.
-#define GEMV_LOAD_BATCH(ch, c)                                                          \
-    _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                                \
-        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
-            if (live[i]) chunk_load(ch[k][i], rp[i], (c) + 32 * k);                     \
-            else chunk_zero(ch[k][i]);                                                  \
-        }                                                                               \
+//
+// Two forms of that loop, chosen by GEMV_PEEL (same results):
+// - peeled (R·U <= 4): the loop refills from this row with loop-invariant
+//   row pointers, and the last batch, peeled off after it, refills from the
+//   next group. On the H200 this was 1-15 % faster than the single body
+//   for these variants (q4_0 r1f0u2s1w16g5l1a1 at 28672x8192: 34.4 against
+//   41.3 µs), but it doubles the unrolled body, and for large R·U compile
+//   time: all variants peeled made a full tune's compile about 1.5 times
+//   as long, for at most 0.6 % at R·U = 8.
+// - single body (R·U > 4): one unrolled body; the last batch switches the
+//   row pointers to the next group before it refills.
+#define GEMV_PEEL (GEMV_R * GEMV_U <= 4)
+#define GEMV_LOAD_SLOT(dst, ptrs, alive, c)                                             \
+    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
+        if (alive[i]) chunk_load(dst[i], ptrs[i], (c));                                 \
+        else chunk_zero(dst[i]);                                                        \
+    }
+#define GEMV_ROWS_AT(r0)                                                                \
+    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
+        live[i] = (r0) + i < rows;                                                      \
+        rp[i] = row_ptr(W, g, (size_t)(live[i] ? (r0) + i : 0));                        \
     }
 #define GEMV_DEFINE_KERNEL                                                              \
 extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,        \
@@ -266,50 +330,89 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
     int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
     bool live[GEMV_R];                                                                  \
     RowPtr rp[GEMV_R];                                                                  \
-    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
-        live[i] = row0 + i < rows;                                                      \
-        rp[i] = row_ptr(W, g, (size_t)(live[i] ? row0 + i : 0));                        \
-    }                                                                                   \
+    GEMV_ROWS_AT(row0)                                                                  \
+    float4 xpre[GEMV_XPRE];                                                             \
+    gemv_stage_begin(x, cols, xpre);                                                    \
     Chunk ch[GEMV_U][GEMV_R];                                                           \
-    if (batched) { GEMV_LOAD_BATCH(ch, lane) }                                          \
-    gemv_stage_x(x, cols);                                                              \
+    if (batched) {                                                                      \
+        _Pragma("unroll") for (int k = 0; k < GEMV_U; k++)                              \
+            GEMV_LOAD_SLOT(ch[k], rp, live, lane + 32 * k)                              \
+    }                                                                                   \
+    if (GEMV_S && batched) {                                                            \
+        _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                            \
+            const int cc = lane + 32 * (GEMV_U + k);                                    \
+            _Pragma("unroll") for (int i = 0; i < GEMV_R; i++)                          \
+                if (cc < nch && live[i]) chunk_prefetch(rp[i], cc);                     \
+        }                                                                               \
+    }                                                                                   \
+    gemv_stage_end(x, cols, xpre);                                                      \
     while (row0 < rows) {                                                               \
         float acc[GEMV_R];                                                              \
         _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) acc[i] = 0.0f;               \
-        int c = lane;                                                                   \
-        bool more = batched;                                                            \
-        _Pragma("unroll 1") while (more) {                                              \
-            _Pragma("unroll") for (int k = 0; k < GEMV_U; k++)                          \
-                chunk_consume(acc, ch[k], x, c + 32 * k);                               \
-            c += 32 * GEMV_U;                                                           \
-            more = c + 32 * (GEMV_U - 1) < nch;                                         \
-            if (more) { GEMV_LOAD_BATCH(ch, c) }                                        \
-        }                                                                               \
-        _Pragma("unroll 1") for (; c < nch; c += 32) {                                  \
-            Chunk t[GEMV_R];                                                            \
-            _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                        \
-                if (live[i]) chunk_load(t[i], rp[i], c);                                \
-                else chunk_zero(t[i]);                                                  \
-            }                                                                           \
-            chunk_consume(acc, t, x, c);                                                \
-        }                                                                               \
-        const int done0 = row0;                                                         \
-        bool wrote[GEMV_R];                                                             \
-        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) wrote[i] = live[i];          \
-        if (!GEMV_LOOP) {                                                               \
-            row0 = rows;                                                                \
-        } else {                                                                        \
+        int next0 = rows;                                                               \
+        if (GEMV_LOOP) {                                                                \
             grp += gridDim.x;                                                           \
-            row0 = grp < ngroups ? (grp * GEMV_W + warp) * GEMV_R : rows;               \
-            _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                        \
-                live[i] = row0 + i < rows;                                              \
-                rp[i] = row_ptr(W, g, (size_t)(live[i] ? row0 + i : 0));                \
+            if (grp < ngroups) next0 = (grp * GEMV_W + warp) * GEMV_R;                  \
+        }                                                                               \
+        int c = lane;                                                                   \
+        if (GEMV_PEEL) {                                                                \
+            if (batched) {                                                              \
+                _Pragma("unroll 1") while (c + 32 * (2 * GEMV_U - 1) < nch) {           \
+                    _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                \
+                        chunk_consume(acc, ch[k], x, c + 32 * k);                       \
+                        GEMV_LOAD_SLOT(ch[k], rp, live, c + 32 * (GEMV_U + k))          \
+                    }                                                                   \
+                    c += 32 * GEMV_U;                                                   \
+                }                                                                       \
+                bool nlive[GEMV_R];                                                     \
+                RowPtr nrp[GEMV_R];                                                     \
+                _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                    \
+                    nlive[i] = next0 + i < rows;                                        \
+                    nrp[i] = row_ptr(W, g, (size_t)(nlive[i] ? next0 + i : 0));         \
+                }                                                                       \
+                _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                    \
+                    chunk_consume(acc, ch[k], x, c + 32 * k);                           \
+                    if (next0 < rows) { GEMV_LOAD_SLOT(ch[k], nrp, nlive, lane + 32 * k) } \
+                }                                                                       \
+                c += 32 * GEMV_U;                                                       \
             }                                                                           \
-            if (batched && row0 < rows) { GEMV_LOAD_BATCH(ch, lane) }                   \
+            _Pragma("unroll 1") for (; c < nch; c += 32) {                              \
+                Chunk t[GEMV_R];                                                        \
+                GEMV_LOAD_SLOT(t, rp, live, c)                                          \
+                chunk_consume(acc, t, x, c);                                            \
+            }                                                                           \
+        } else {                                                                        \
+            bool more = batched;                                                        \
+            _Pragma("unroll 1") while (more) {                                          \
+                more = c + 32 * (2 * GEMV_U - 1) < nch;                                 \
+                if (!more) { GEMV_ROWS_AT(next0) }                                      \
+                const int nc = more ? c + 32 * GEMV_U : lane;                           \
+                const bool refill = more || next0 < rows;                               \
+                _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                    \
+                    chunk_consume(acc, ch[k], x, c + 32 * k);                           \
+                    if (refill) { GEMV_LOAD_SLOT(ch[k], rp, live, nc + 32 * k) }        \
+                }                                                                       \
+                c += 32 * GEMV_U;                                                       \
+            }                                                                           \
+            if (c < nch) {                                                              \
+                bool tlive[GEMV_R];                                                     \
+                RowPtr trp[GEMV_R];                                                     \
+                _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                    \
+                    tlive[i] = row0 + i < rows;                                         \
+                    trp[i] = row_ptr(W, g, (size_t)(tlive[i] ? row0 + i : 0));          \
+                }                                                                       \
+                _Pragma("unroll 1") for (; c < nch; c += 32) {                          \
+                    Chunk t[GEMV_R];                                                    \
+                    GEMV_LOAD_SLOT(t, trp, tlive, c)                                    \
+                    chunk_consume(acc, t, x, c);                                        \
+                }                                                                       \
+            }                                                                           \
         }                                                                               \
         _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
             const float v = gemv_warp_sum(acc[i]);                                      \
-            if (lane == 0 && wrote[i]) y[done0 + i] = v;                                \
+            if (lane == 0 && row0 + i < rows) y[row0 + i] = v;                          \
         }                                                                               \
+        if (GEMV_PEEL || !batched) { GEMV_ROWS_AT(next0) }                              \
+        row0 = next0;                                                                   \
     }                                                                                   \
 }

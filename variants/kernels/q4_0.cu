@@ -32,6 +32,15 @@ __device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, c
     return r;
 }
 
+__device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
+#if GEMV_L == 0
+    gemv_pf(r.q + (size_t)c * 18);
+#else
+    gemv_pf(r.q + (size_t)c * 16);
+    gemv_pf(r.s + (size_t)c * 2);
+#endif
+}
+
 #if GEMV_L == 0
 // Raw blocks are 18 bytes, so only 2-byte aligned. A 4-byte aligned block is
 // read as words at +0,+4,+8,+12 and a u16 at +16; a misaligned one as a u16

@@ -35,6 +35,12 @@ __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
     ch.b = gemv_ld128(qs + 16);
 }
 
+__device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
+    const unsigned char* sb = r.p + (size_t)(c >> 2) * 144;
+    gemv_pf(sb);
+    gemv_pf(sb + 16 + 32 * (c & 3));
+}
+
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {
     ch.h = make_uint4(0, 0, 0, 0);
     ch.a = make_uint4(0, 0, 0, 0);

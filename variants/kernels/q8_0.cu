@@ -63,6 +63,8 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[8], float& d
     q[7] = __funnelshift_r(ch.w[7], ch.h, sh);
     d = gemv_h2f(ch.mis ? ch.h : ch.w[0]);
 }
+__device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) { gemv_pf(r.q + (size_t)c * 34); }
+
 #else
 // Planar layout (l=1): 32 qs bytes per block in the quant plane (two 16-byte
 // loads) plus the 2-byte d in the scale plane. Tiled layout (l=2): each row
@@ -82,6 +84,16 @@ __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
     ch.a = gemv_ld128(t + 16 + pos * 32);
     ch.b = gemv_ld128(t + 32 + pos * 32);
     ch.h = gemv_ld16(t + pos * 2);
+#endif
+}
+
+// L2 prefetch of chunk c's lines (the kernel's second batch during staging).
+__device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
+#if GEMV_L == 1
+    gemv_pf(r.q + (size_t)c * 32);
+    gemv_pf(r.s + (size_t)c * 2);
+#else
+    gemv_pf(r.q + (size_t)(c >> 3) * 272 + (c & 7) * 32);
 #endif
 }
 
