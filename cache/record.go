@@ -37,12 +37,17 @@ type Record struct {
 	Layout   int          `json:"layout"`   // weight layout the engine must use (= Params.L)
 	Decision string       `json:"decision"` // e.g. "kept v1: +1.2 % not significant (p=0.41)"
 
-	MedianUS      float64 `json:"median_us"`       // winner's median time per launch
-	LoUS          float64 `json:"lo_us"`           // confidence interval of the median
-	HiUS          float64 `json:"hi_us"`           //
-	GBs           float64 `json:"gbs"`             // effective GB/s (weights incl. scales / time)
-	PctCeiling    float64 `json:"pct_ceiling"`     // 100 × GBs / CeilingGBs
-	CeilingGBs    float64 `json:"ceiling_gbs"`     // streaming-read ceiling measured in the same run
+	MedianUS   float64 `json:"median_us"`   // winner's median time per launch
+	LoUS       float64 `json:"lo_us"`       // confidence interval of the median
+	HiUS       float64 `json:"hi_us"`       //
+	GBs        float64 `json:"gbs"`         // effective GB/s (weights incl. scales / time)
+	PctCeiling float64 `json:"pct_ceiling"` // 100 × GBs / CeilingGBs
+	CeilingGBs float64 `json:"ceiling_gbs"` // streaming-read ceiling measured in the same run
+	// ReadUS is how long the same streaming read took over exactly this
+	// job's weight bytes, timed like the winner: what reading the weights
+	// once costs at this size. 0 when not measured (records before it
+	// existed); optional in schema 1, like Exact.
+	ReadUS        float64 `json:"read_us,omitempty"`
 	StockMedianUS float64 `json:"stock_median_us"` // stock's median
 	StockGBs      float64 `json:"stock_gbs"`       // stock's GB/s
 	Speedup       float64 `json:"speedup"`         // stock median / winner median (1 when stock kept)
@@ -231,7 +236,7 @@ func (a *Alternative) validate(winnerClass string) error {
 
 // sanitize replaces non-finite figures by 0.
 func (r *Record) sanitize() {
-	for _, f := range []*float64{&r.MedianUS, &r.LoUS, &r.HiUS, &r.GBs, &r.PctCeiling, &r.CeilingGBs, &r.StockMedianUS, &r.StockGBs, &r.Speedup, &r.P} {
+	for _, f := range []*float64{&r.MedianUS, &r.LoUS, &r.HiUS, &r.GBs, &r.PctCeiling, &r.CeilingGBs, &r.ReadUS, &r.StockMedianUS, &r.StockGBs, &r.Speedup, &r.P} {
 		finite(f)
 	}
 	cs := make([]Candidate, len(r.Candidates))

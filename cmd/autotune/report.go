@@ -53,6 +53,7 @@ type reportEntry struct {
 	Reason     string
 	Stale      string // why the record is stale, "" if current
 	CeilingGBs float64
+	ReadUS     float64 // the same-bytes read, µs; 0 = not measured
 	Throttled  bool
 	Candidates []cache.Candidate
 }
@@ -268,6 +269,7 @@ func renderReport(w io.Writer, page reportPage) error {
 
 var reportTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	"num":     num,
+	"pct":     pct,
 	"speedup": speedup,
 	"pval": func(p float64) string {
 		if p == 0 {
@@ -311,7 +313,7 @@ nav a { margin-right: 10px; }
 {{if .When}}<p class="meta">Last tuned {{.When}}.</p>{{end}}
 {{range .Entries}}
 <h3 id="{{.Anchor}}">{{.Format}} {{.Shape}}</h3>
-<p class="verdict">Winner <code>{{.Winner.ID}}</code> ({{.Winner.Class}}): {{num .Winner.MedianUS 2}} µs, {{num .Winner.GBs 0}} GB/s, {{num .Winner.PctCeiling 1}} % of ceiling ({{num .CeilingGBs 0}} GB/s); speedup over stock {{speedup .Speedup}}, p = {{pval .P}}.{{if .Throttled}} <strong>The GPU throttled during this measurement.</strong>{{end}}<br>Decision: {{.Verdict}}</p>
+<p class="verdict">Winner <code>{{.Winner.ID}}</code> ({{.Winner.Class}}): {{num .Winner.MedianUS 2}} µs, {{num .Winner.GBs 0}} GB/s, {{num .Winner.PctCeiling 1}} % of ceiling ({{num .CeilingGBs 0}} GB/s); speedup over stock {{speedup .Speedup}}, p = {{pval .P}}.{{if gt .ReadUS 0.0}} A plain read of the same weight bytes took {{num .ReadUS 2}} µs, so the winner runs at {{num (pct .ReadUS .Winner.MedianUS) 1}} % of the speed of reading its weights once.{{end}}{{if .Throttled}} <strong>The GPU throttled during this measurement.</strong>{{end}}<br>Decision: {{.Verdict}}</p>
 {{if .Stale}}<p class="stale">Stale record: {{.Stale}}. Engines ignore it; the next autotune run re-tunes it.</p>{{end}}
 {{.Plot}}
 <p class="note">Plot: measured candidates with {{.Fixed}}. Each point is labelled registers/thread · blocks per SM.</p>
@@ -364,7 +366,7 @@ func loadEntries(path, arch string) ([]reportEntry, string, error) {
 func entryFromRecord(r cache.Record) reportEntry {
 	e := reportEntry{
 		Arch: r.Arch, Format: r.Format, Shape: r.Key.Shape(), GPUName: r.GPUName, Time: r.Time,
-		Speedup: r.Speedup, P: r.P, Reason: r.Decision, CeilingGBs: r.CeilingGBs,
+		Speedup: r.Speedup, P: r.P, Reason: r.Decision, CeilingGBs: r.CeilingGBs, ReadUS: r.ReadUS,
 		Throttled: r.Throttled, Candidates: r.Candidates,
 	}
 	e.Winner = cache.Candidate{

@@ -27,6 +27,9 @@ func writeTestCache(t *testing.T, jobs []tuner.Job) (string, []tuner.Decision) {
 	var ds []tuner.Decision
 	for i, j := range jobs {
 		d := fakeDecision("sm_90", j, int64(10+i))
+		if i == 0 { // the first job has its same-bytes read measured
+			d.ReadUS = 0.9 * d.Winner.MedianUS
+		}
 		ds = append(ds, d)
 		if err := putDecision(db, d); err != nil {
 			t.Fatal(err)
@@ -88,6 +91,10 @@ func TestReportHTML(t *testing.T) {
 		if !strings.Contains(html, template_escape(d.Reason)) {
 			t.Errorf("%s: decision %q not shown", d.Shape(), d.Reason)
 		}
+	}
+	// The same-bytes read is reported where it was measured, only there.
+	if n := strings.Count(html, "A plain read of the same weight bytes took"); n != 1 || !strings.Contains(html, "runs at 90.0 % of the speed of reading its weights once") {
+		t.Errorf("same-bytes read sentence %d times (want 1, at 90.0 %%)", n)
 	}
 	// The pruned candidate is not a point; its count is given. The mismatch
 	// is a cross and a table row with its reason.

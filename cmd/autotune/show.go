@@ -22,9 +22,11 @@ func init() {
 const showUsage = `usage: autotune show [--arch sm_XY] [--cache PATH]
 
 Lists every tuned (arch, format, shape): winner, class, median µs, GB/s,
-% of the read ceiling, speedup over v1, the best exact variant when the
-winner is not exact (what GEMV_REQUIRE_EXACT=1 gets: its ID, speedup and GB/s,
-or "v1 (kept)"), and whether the record is stale.
+% of the read ceiling, % of the same-bytes read (the winner's speed as a
+share of a plain read of its weight bytes; "-" when not measured), speedup
+over v1, the best exact variant when the winner is not exact (what
+GEMV_REQUIRE_EXACT=1 gets: its ID, speedup and GB/s, or "v1 (kept)"), and
+whether the record is stale.
 `
 
 func showMain(args []string, stdout, stderr io.Writer) error {
@@ -134,6 +136,15 @@ func exactAlt(r cache.Record) string {
 	return fmt.Sprintf("%s %.3f× %.0f GB/s", x.WinnerID, x.Speedup, x.GBs)
 }
 
+// ofRead is the winner's time as a share of the same-bytes read (100 % =
+// as fast as reading the weights once), or "-" for a record without it.
+func ofRead(r cache.Record) string {
+	if r.ReadUS <= 0 || r.MedianUS <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", 100*r.ReadUS/r.MedianUS)
+}
+
 func writeShow(w io.Writer, path string, recs []cache.Record) error {
 	fmt.Fprintf(w, "cache %s\n", path)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -142,14 +153,14 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 		if r.Arch != arch {
 			arch = r.Arch
 			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t\t\t\t\n", arch)
-			fmt.Fprintln(tw, "format\tshape\twinner\tclass\tµs\tGB/s\t% ceiling\tspeedup\texact alternative\tGPU\tstale")
+			fmt.Fprintln(tw, "format\tshape\twinner\tclass\tµs\tGB/s\t% ceiling\t% of read\tspeedup\texact alternative\tGPU\tstale")
 		}
 		stale := "no"
 		if why := staleWhy(r); why != "" {
 			stale = "yes: " + why
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
-			r.MedianUS, r.GBs, r.PctCeiling, r.Speedup, exactAlt(r), r.GPUName, stale)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
+			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r), r.Speedup, exactAlt(r), r.GPUName, stale)
 	}
 	return tw.Flush()
 }

@@ -11,16 +11,21 @@ import (
 func TestShowCommand(t *testing.T) {
 	stale := testRecord(t, "sm_80", "q8_0", 4096, 4096, "v1")
 	stale.SourceHash = "0000000000000000"
-	path := cacheWith(t, testRecord(t, "sm_90", "q4_0", 4096, 14336, "r2f3u1s0w8"), stale)
+	tuned := testRecord(t, "sm_90", "q4_0", 4096, 14336, "r2f3u1s0w8")
+	tuned.ReadUS = 17.2 // the same-bytes read: 17.2/21.5 = 80.0 % of it
+	path := cacheWith(t, tuned, stale)
 	var out, errOut bytes.Buffer
 	if err := showMain([]string{"--cache", path}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
-	for _, want := range []string{"sm_90", "sm_80", "r2f3u1s0w8", "4096x14336", "3712", "83.4", "1.080×", "yes: kernel source changed", "no"} {
+	for _, want := range []string{"sm_90", "sm_80", "r2f3u1s0w8", "4096x14336", "3712", "83.4", "80.0", "1.080×", "yes: kernel source changed", "no"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("show output lacks %q:\n%s", want, s)
 		}
+	}
+	if !strings.Contains(s, "% of read") || strings.Count(s, " - ") < 2 { // the sm_80 record has no read: "-", and no exact alternative
+		t.Errorf("show output lacks the %% of read column or its '-' for a record without it:\n%s", s)
 	}
 	out.Reset()
 	if err := showMain([]string{"--cache", path, "--arch", "sm_90"}, &out, &errOut); err != nil || strings.Contains(out.String(), "sm_80") {

@@ -425,6 +425,7 @@ func recordFromDecision(d tuner.Decision) cache.Record {
 		GBs:           w.GBs,
 		PctCeiling:    w.PctCeiling,
 		CeilingGBs:    d.CeilingGBs,
+		ReadUS:        d.ReadUS,
 		StockMedianUS: d.Stock.MedianUS,
 		StockGBs:      d.Stock.GBs,
 		Speedup:       d.Speedup,
