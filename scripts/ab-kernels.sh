@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# ab-kernels.sh: A/B of kernel source edits, interleaved on one GPU.
+#
+#   scripts/ab-kernels.sh build NAME [SED_EXPR ...]
+#       here: copy the tree (HEAD plus the uncommitted change to tracked
+#       files) to a scratch worktree, apply the sed expressions
+#       to variants/kernels/prelude.cu (none: the tree as it is), check that
+#       each one changed the file, and build autotune into .gpulead/NAME/
+#       (ignored by git; carry .gpulead to the device).
+#   scripts/ab-kernels.sh run FORMATS SHAPES IDS NAME ...
+#       on the device, from the repository root: for each shape, runs
+#       `autotune bench --variants IDS` with every build in the order given
+#       and then in reverse (A B B A), and writes $OUT/ab_<NAME>.txt
+#       (the raw tables, appended) and $OUT/ab_summary.txt (per build,
+#       format, shape and variant: its medians, one per run).
+#
+# The third session's experiments (docs/results.md, "Kernels v4") were made
+# this way. The next one it left: which v4 change costs at small shapes,
+#   scripts/ab-kernels.sh build v4
+#   scripts/ab-kernels.sh build nopf 's/if (GEMV_S \&\& batched) {/if (0) {/'
+#   scripts/ab-kernels.sh build xpre1 's/#define GEMV_XPRE 4/#define GEMV_XPRE 1/'
+#   scripts/ab-kernels.sh run q4_0,q4_K 4096x4096,1024x4096,6144x4096 \
+#       r1f0u2s1w16l1a1,r1f0u1s1w16l1a1,r1f0u2s1w8l1 v4 nopf xpre1
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DIR="$ROOT/.gpulead"
+die() { echo "ab-kernels: $*" >&2; exit 1; }
+
+build() {
+	local name=${1:?usage: ab-kernels.sh build NAME [SED_EXPR ...]}
+	shift
+	command -v go >/dev/null || die "build needs Go; run it on the development machine"
+	local tmp
+	tmp=$(mktemp -d) || exit 1
+	trap 'git -C "$ROOT" worktree remove --force "$tmp" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
+	git -C "$ROOT" worktree add --quiet --detach --force "$tmp" HEAD || die "git worktree failed"
+	# The working tree as it is, not just HEAD.
+	(cd "$ROOT" && git diff HEAD) | (cd "$tmp" && git apply --allow-empty) || die "applying the uncommitted change failed"
+	local f="$tmp/variants/kernels/prelude.cu" e
+	for e in "$@"; do
+		cp "$f" "$f.before"
+		sed -i "$e" "$f" || die "sed '$e' failed"
+		cmp -s "$f" "$f.before" && die "sed '$e' changed nothing in prelude.cu"
+		rm "$f.before"
+	done
+	mkdir -p "$DIR/$name" || exit 1
+	(cd "$tmp" && CGO_CFLAGS=${CGO_CFLAGS:--Wno-deprecated-declarations} go build -ldflags="-s -w" -o "$DIR/$name/autotune" ./cmd/autotune) ||
+		die "build of $name failed"
+	echo "built .gpulead/$name/autotune ($# edits)"
+}
+
+run() {
+	[ $# -ge 5 ] || die "usage: ab-kernels.sh run FORMATS SHAPES IDS NAME NAME ..."
+	local formats=$1 shapes=$2 ids=$3
+	shift 3
+	local names=("$@") order=() i n s
+	for n in "${names[@]}"; do [ -x "$DIR/$n/autotune" ] || die "no build $n (carry .gpulead)"; done
+	for ((i = 0; i < ${#names[@]}; i++)); do order+=("${names[i]}"); done
+	for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("${names[i]}"); done
+	export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/xdg}
+	: "${OUT:?set OUT to the folder for results}"
+	for s in ${shapes//,/ }; do
+		for n in "${order[@]}"; do
+			timeout 120 "$DIR/$n/autotune" bench --arch sm_90 --format "$formats" --shape "$s" --variants "$ids" 2>/dev/null |
+				grep -v '^#' >>"$OUT/ab_$n.txt"
+		done
+	done
+	for n in "${names[@]}"; do
+		awk -v b="$n" '$NF == "ok" && $3 != "ceiling" { k = $1 " " $2 " " $3; v[k] = v[k] " " $5 }
+			END { for (k in v) print b, k, v[k] }' "$OUT/ab_$n.txt"
+	done | sort -k2,4 >"$OUT/ab_summary.txt"
+	cat "$OUT/ab_summary.txt"
+}
+
+case "${1:-}" in
+build) shift; build "$@" ;;
+run) shift; run "$@" ;;
+*) echo "usage: scripts/ab-kernels.sh build NAME [SED_EXPR ...] | run FORMATS SHAPES IDS NAME ..." >&2; exit 2 ;;
+esac
