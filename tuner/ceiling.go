@@ -28,14 +28,14 @@ extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n,
 }
 `
 
-// ReadID names, among a job's measurements, the streaming-read kernel run
+// readID names, among a job's measurements, the streaming-read kernel run
 // over the job's own weight copies (Decision.ReadUS): not a variant ID.
-const ReadID = "read"
+const readID = "read"
 
 // measureCeiling times the streaming read over 1 GiB (well past 4 × L2)
 // for a few grid and block sizes and returns the best median GB/s. The
 // kernel stays loaded, with its best launch, for the same-bytes read of
-// each job (readGraph).
+// each job (readLaunches).
 func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 	const bytes = 1 << 30
 	var best float64

@@ -20,22 +20,10 @@ type jobData struct {
 	ref []float64
 }
 
-// planeRowBytes gives, per plane of a format's raw bytes, how many bytes one
-// row has there: one plane of whole rows for the GGUF formats and bf16,
-// and MLX's three planes (4-bit weights, f16 scales, f16 biases, one per
-// group of 64) for affine4. A band of rows quantized on its own has the
-// same planes with fewer rows, so bands can be made in parallel and copied
-// into place plane by plane.
-func planeRowBytes(format string, cols int, rowBytes int) []int {
-	if format == "affine4" {
-		return []int{cols / 2, cols / 64 * 2, cols / 64 * 2}
-	}
-	return []int{rowBytes}
-}
-
 // makeJobData draws weights uniformly in [-1, 1) (with a few rows scaled up
 // so scales differ by orders of magnitude) and x in [-1, 1), then quantizes
-// and computes the reference in parallel bands of rows.
+// and computes the reference in parallel bands of rows, each copied into
+// place plane by plane (variants.PlaneRowBytes: affine4 has three planes).
 func makeJobData(f variants.Format, rows, cols int, seed int64) (*jobData, error) {
 	n, err := f.Bytes(rows, cols)
 	if err != nil {
@@ -46,9 +34,11 @@ func makeJobData(f variants.Format, rows, cols int, seed int64) (*jobData, error
 	for i := range x {
 		x[i] = float32(rng.Float64()*2 - 1)
 	}
+	planes, err := variants.PlaneRowBytes(f, cols)
+	if err != nil {
+		return nil, err
+	}
 	bands := min(runtime.GOMAXPROCS(0), rows)
-	rowBytes := int(n / int64(rows))
-	planes := planeRowBytes(f.Name(), cols, rowBytes)
 	raw := make([]byte, n)
 	ref := make([]float64, rows)
 	var g errgroup.Group

@@ -201,8 +201,8 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 	d.Candidates = cands
 	// The same-bytes read: a yardstick, so a failure leaves it out (0)
 	// rather than failing the job.
-	if v, err := s.measure([]string{ReadID}, readRounds); err == nil && len(v[ReadID]) > 0 {
-		d.ReadUS, _, _ = summarize(v[ReadID])
+	if v, err := s.measure([]string{readID}, readRounds); err == nil && len(v[readID]) > 0 {
+		d.ReadUS, _, _ = summarize(v[readID])
 		d.ReadGBs = float64(bytes/16*16) / (d.ReadUS * 1e-6) / 1e9
 	}
 	d.Wall = time.Since(t0).Seconds()

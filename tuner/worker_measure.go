@@ -43,9 +43,9 @@ func (w *worker) graph(c *gpu.Ctx, id string) (gpu.GraphExec, error) {
 }
 
 // launches returns the kernel, launch and per-copy arguments of candidate
-// id (or of the same-bytes read, ReadID) for the current job.
+// id (or of the same-bytes read, readID) for the current job.
 func (w *worker) launches(c *gpu.Ctx, id string) (gpu.Function, gpu.LaunchConfig, []*gpu.Args, error) {
-	if id == ReadID {
+	if id == readID {
 		return w.readLaunches(c)
 	}
 	s := w.shape

@@ -41,10 +41,16 @@ func (f affine4) Reference(b []byte, x []float32, rows, cols int) ([]float64, er
 	return reference(f, b, x, rows, cols)
 }
 
+// planeRowBytes gives one row's bytes in each of the three planes: 4-bit
+// weights, then one f16 scale and one f16 bias per group.
+func (affine4) planeRowBytes(cols int) []int {
+	return []int{cols / 2, cols / affine4Group * 2, cols / affine4Group * 2}
+}
+
 // affine4Planes splits a raw buffer into its weight, scale and bias planes.
 func affine4Planes(b []byte, rows, cols int) (w, scales, biases []byte) {
-	wBytes := rows * cols / 2
-	sBytes := rows * cols / affine4Group * 2
+	pb := affine4{}.planeRowBytes(cols)
+	wBytes, sBytes := rows*pb[0], rows*pb[1]
 	return b[:wBytes], b[wBytes : wBytes+sBytes], b[wBytes+sBytes : wBytes+2*sBytes]
 }
 

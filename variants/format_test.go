@@ -301,3 +301,35 @@ func TestReference(t *testing.T) {
 		}
 	}
 }
+
+// TestPlaneRowBytes checks that every format's planes add up to its bytes
+// at several row counts, that affine4 has its three planes in MLX order,
+// and that a bad column count is refused as by Bytes.
+func TestPlaneRowBytes(t *testing.T) {
+	for _, f := range variants.Formats() {
+		cols := 4 * f.BlockWeights() * 64 // a multiple of every block and of 64
+		pb, err := variants.PlaneRowBytes(f, cols)
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name(), err)
+		}
+		for _, rows := range []int{1, 7, 300} {
+			want, _ := f.Bytes(rows, cols)
+			got := 0
+			for _, b := range pb {
+				got += rows * b
+			}
+			if int64(got) != want {
+				t.Errorf("%s %dx%d: planes %v add up to %d bytes, Bytes says %d", f.Name(), rows, cols, pb, got, want)
+			}
+		}
+		if f.Name() == "affine4" && (len(pb) != 3 || pb[0] != cols/2 || pb[1] != cols/32 || pb[2] != cols/32) {
+			t.Errorf("affine4 planes %v, want [%d %d %d] (weights, scales, biases)", pb, cols/2, cols/32, cols/32)
+		}
+		if f.Name() != "affine4" && len(pb) != 1 {
+			t.Errorf("%s: %d planes, want 1", f.Name(), len(pb))
+		}
+		if _, err := variants.PlaneRowBytes(f, f.BlockWeights()+1); err == nil && f.BlockWeights() > 1 {
+			t.Errorf("%s: cols %d not a multiple of %d accepted", f.Name(), f.BlockWeights()+1, f.BlockWeights())
+		}
+	}
+}

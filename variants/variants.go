@@ -62,6 +62,32 @@ type Format interface {
 	Reference(b []byte, x []float32, rows, cols int) ([]float64, error)
 }
 
+// planar is a Format whose raw bytes are several planes, each holding every
+// row's part in row order (affine4: weights, scales, biases).
+type planar interface {
+	planeRowBytes(cols int) []int
+}
+
+// PlaneRowBytes returns, for each plane of f's raw layout in order, how many
+// bytes one row of cols weights takes in it: one plane of whole rows for the
+// GGUF formats and bf16, three for affine4. The bytes of rows [r0, r1) in
+// plane p start at rows·(sum of the earlier planes' row bytes) + r0·row bytes
+// of p, so a band of rows encoded on its own can be copied into place plane by
+// plane.
+func PlaneRowBytes(f Format, cols int) ([]int, error) {
+	if p, ok := f.(planar); ok {
+		if _, err := f.Bytes(1, cols); err != nil {
+			return nil, err
+		}
+		return p.planeRowBytes(cols), nil
+	}
+	n, err := f.Bytes(1, cols)
+	if err != nil {
+		return nil, err
+	}
+	return []int{int(n)}, nil
+}
+
 // KnobsOf returns the family knob values f offers, for space.Enumerate.
 func KnobsOf(f Family) space.FamilyKnobs {
 	return space.FamilyKnobs{Layouts: f.Layouts(), Activations: f.Activations()}
