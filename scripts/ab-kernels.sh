@@ -3,7 +3,8 @@
 #
 #   scripts/ab-kernels.sh build NAME [SED_EXPR ...]
 #       here: copy the tree (HEAD plus the uncommitted change to tracked
-#       files) to a scratch worktree, apply the sed expressions
+#       files; with REV=<commit>, that commit as it is) to a scratch
+#       worktree, apply the sed expressions
 #       to variants/kernels/prelude.cu (none: the tree as it is), check that
 #       each one changed the file, and build autotune into .gpulead/NAME/
 #       (ignored by git; carry .gpulead to the device).
@@ -16,11 +17,12 @@
 #
 # The third session's experiments (docs/results.md, "Kernels v4") were made
 # this way. The next one it left: which v4 change costs at small shapes,
+#   REV=95bf1c0 scripts/ab-kernels.sh build v3     (kernels v3, the second session's)
 #   scripts/ab-kernels.sh build v4
 #   scripts/ab-kernels.sh build nopf 's/if (GEMV_S \&\& batched) {/if (0) {/'
 #   scripts/ab-kernels.sh build xpre1 's/#define GEMV_XPRE 4/#define GEMV_XPRE 1/'
 #   scripts/ab-kernels.sh run q4_0,q4_K 4096x4096,1024x4096,6144x4096 \
-#       r1f0u2s1w16l1a1,r1f0u1s1w16l1a1,r1f0u2s1w8l1 v4 nopf xpre1
+#       r1f0u2s1w16l1a1,r1f0u1s1w16l1a1,r1f0u2s1w8l1 v3 v4 nopf xpre1
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -31,12 +33,14 @@ build() {
 	local name=${1:?usage: ab-kernels.sh build NAME [SED_EXPR ...]}
 	shift
 	command -v go >/dev/null || die "build needs Go; run it on the development machine"
-	local tmp
-	tmp=$(mktemp -d) || exit 1
-	trap 'git -C "$ROOT" worktree remove --force "$tmp" >/dev/null 2>&1; rm -rf "$tmp"' EXIT
-	git -C "$ROOT" worktree add --quiet --detach --force "$tmp" HEAD || die "git worktree failed"
-	# The working tree as it is, not just HEAD.
-	(cd "$ROOT" && git diff HEAD) | (cd "$tmp" && git apply --allow-empty) || die "applying the uncommitted change failed"
+	TMPWT=$(mktemp -d) || exit 1
+	trap 'git -C "$ROOT" worktree remove --force "$TMPWT" >/dev/null 2>&1; rm -rf "$TMPWT"' EXIT
+	local tmp=$TMPWT
+	git -C "$ROOT" worktree add --quiet --detach --force "$tmp" "${REV:-HEAD}" || die "git worktree failed"
+	if [ -z "${REV:-}" ]; then
+		# The working tree as it is, not just HEAD.
+		(cd "$ROOT" && git diff HEAD) | (cd "$tmp" && git apply --allow-empty) || die "applying the uncommitted change failed"
+	fi
 	local f="$tmp/variants/kernels/prelude.cu" e
 	for e in "$@"; do
 		cp "$f" "$f.before"

@@ -30,6 +30,14 @@ was timed: "same" (one winner), "equivalent" (the medians differ by less
 than the runs' spread), or the gap in %%. Use it to check that two runs
 agree, or how far a budgeted run (--budget, B) lands from an exhaustive one
 (A).
+
+Runs on two machines differ by the machines too (on the H200 device the
+read ceiling of a run ranged over 6 %%), so two more columns give B's
+winner against A's with each time scaled by its own run's yardstick:
+PER CEILING (µs × ceiling GB/s: bytes at the ceiling's rate) and PER READ
+(µs / the same-bytes read µs, when both runs measured it). When a format's
+kernel sources differ between the runs, a closing line says so: "B's
+winner in A" is then that ID timed with A's kernels.
 `
 
 func compareMain(args []string, stdout, stderr io.Writer) error {
@@ -90,9 +98,11 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 		inB[decisionKey{d.Arch, d.Job}] = d
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ARCH\tFORMAT\tSHAPE\tA WINNER\tA µs [95% CI]\tB WINNER\tB µs [95% CI]\tB's WINNER IN A\tVERDICT")
+	fmt.Fprintln(tw, "ARCH\tFORMAT\tSHAPE\tA WINNER\tA µs [95% CI]\tB WINNER\tB µs [95% CI]\tB's WINNER IN A\tVERDICT\tB vs A PER CEILING\tPER READ")
 	var worst float64
 	n := 0
+	var changed []string // formats whose kernel sources differ
+	seen := map[string]bool{}
 	for _, da := range a {
 		db, ok := inB[decisionKey{da.Arch, da.Job}]
 		if !ok {
@@ -118,15 +128,39 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 				verdict = fmt.Sprintf("%+.1f %% slower", 100*gap)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f [%.2f, %.2f]\t%s\t%.2f [%.2f, %.2f]\t%s\t%s\n", da.Arch, da.Format, da.Shape(),
+		if da.SourceHash != db.SourceHash && !seen[da.Format] {
+			seen[da.Format] = true
+			changed = append(changed, da.Format)
+		}
+		perCeil := scaledChange(db.Winner.MedianUS*db.CeilingGBs, da.Winner.MedianUS*da.CeilingGBs)
+		perRead := "-"
+		if da.ReadUS > 0 && db.ReadUS > 0 {
+			perRead = scaledChange(db.Winner.MedianUS/db.ReadUS, da.Winner.MedianUS/da.ReadUS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f [%.2f, %.2f]\t%s\t%.2f [%.2f, %.2f]\t%s\t%s\t%s\t%s\n", da.Arch, da.Format, da.Shape(),
 			da.Winner.ID, da.Winner.MedianUS, da.Winner.LoUS, da.Winner.HiUS,
-			db.Winner.ID, db.Winner.MedianUS, db.Winner.LoUS, db.Winner.HiUS, inA, verdict)
+			db.Winner.ID, db.Winner.MedianUS, db.Winner.LoUS, db.Winner.HiUS, inA, verdict, perCeil, perRead)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d jobs in both runs; B's winners are at most %.1f %% slower than A's (measured in A where A timed them)\n", n, 100*worst)
-	return err
+	if _, err := fmt.Fprintf(w, "%d jobs in both runs; B's winners are at most %.1f %% slower than A's (measured in A where A timed them)\n", n, 100*worst); err != nil {
+		return err
+	}
+	if len(changed) > 0 {
+		_, err := fmt.Fprintf(w, "kernel sources differ between the runs for %s: \"B's winner in A\" is that ID with A's kernels; compare the PER CEILING and PER READ columns\n", strings.Join(changed, ", "))
+		return err
+	}
+	return nil
+}
+
+// scaledChange is b/a − 1 in percent ("+3.2 %"), or "-" when either is
+// not positive (a yardstick that was not measured).
+func scaledChange(b, a float64) string {
+	if !(a > 0) || !(b > 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%+.1f %%", 100*(b/a-1))
 }
 
 // candidate finds id among a decision's measured candidates.

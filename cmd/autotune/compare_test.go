@@ -56,6 +56,36 @@ func TestCompare(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
+	// Across machines: B's machine reads 5 % faster, so B's winner, 10 %
+	// faster in µs, is 5.5 % faster per ceiling (9·4200 / 10·4000); per read
+	// (9/9 against 10/8) 20 % faster. The kernels changed for q4_0 only, and
+	// the closing line says so.
+	a2 := []tuner.Decision{
+		{Arch: "sm_90", Job: job("q4_0"), Winner: cand("r2f0u1s0w8", 10, 9.9, 10.1), CeilingGBs: 4000, ReadUS: 8, SourceHash: "aaaa"},
+		{Arch: "sm_90", Job: job("bf16"), Winner: cand("r1f0u2s0w8", 10, 9.8, 10.2), CeilingGBs: 4000, SourceHash: "cccc"},
+	}
+	b2 := []tuner.Decision{
+		{Arch: "sm_90", Job: job("q4_0"), Winner: cand("r2f0u1s0w8", 9, 8.9, 9.1), CeilingGBs: 4200, ReadUS: 9, SourceHash: "bbbb"},
+		{Arch: "sm_90", Job: job("bf16"), Winner: cand("r1f0u2s0w8", 10, 9.8, 10.2), CeilingGBs: 4000, SourceHash: "cccc"},
+	}
+	out.Reset()
+	if err := compareMain([]string{write("a2.json", a2), write("b2.json", b2)}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	got = out.String()
+	for _, want := range []string{"PER CEILING", "-5.5 %", "-20.0 %", "kernel sources differ between the runs for q4_0:"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("cross-machine output lacks %q:\n%s", want, got)
+		}
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if strings.Contains(line, "bf16") && !strings.HasSuffix(strings.TrimSpace(line), "-") {
+			t.Errorf("bf16 has no same-bytes read, want PER READ \"-\": %q", line)
+		}
+	}
+	if strings.Contains(got, "q4_0, bf16") {
+		t.Errorf("bf16's kernels did not change:\n%s", got)
+	}
 	garbage := filepath.Join(dir, "g.json")
 	os.WriteFile(garbage, []byte("{"), 0o644)
 	if err := compareMain([]string{garbage, garbage}, &out, &out); err == nil || strings.Contains(err.Error(), "\n") {
