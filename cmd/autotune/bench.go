@@ -190,9 +190,13 @@ func writeBench(w io.Writer, ds []tuner.Decision) error {
 				bestC = c
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%s\t%.2f\t%.0f\t%.1f\t%.0f\t%.2f\t%.1f\t%s\t\n", d.Format, d.Shape(), float64(d.Bytes)/1e6,
+		read, ofRead := "-", "-"
+		if d.ReadUS > 0 {
+			read, ofRead = fmt.Sprintf("%.2f", d.ReadUS), fmt.Sprintf("%.1f", pct(d.ReadUS, bestC.MedianUS))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%s\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t\n", d.Format, d.Shape(), float64(d.Bytes)/1e6,
 			d.Stock.MedianUS, d.Stock.GBs, d.Stock.PctCeiling, bestC.ID, bestC.MedianUS, bestC.GBs, bestC.PctCeiling, d.CeilingGBs,
-			d.ReadUS, pct(d.ReadUS, bestC.MedianUS), d.Reason)
+			read, ofRead, d.Reason)
 	}
 	return tw.Flush()
 }

@@ -38,6 +38,16 @@ func TestWriteBenchVariants(t *testing.T) {
 		t.Errorf("%d lines, want 5:\n%s", n, out)
 	}
 
+	// Without the same-bytes read the summary says "-", not 0.
+	b.Reset()
+	if err := writeBench(&b, []tuner.Decision{d}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); strings.Contains(out, " 0.00 ") || strings.Count(out, " - ") < 2 {
+		t.Errorf("bench table without a read: want \"-\" for read µs and %% of read:\n%s", out)
+	}
+	b.Reset()
+
 	// With the same-bytes read measured, it gets its own row, and the
 	// summary table gives the best's time as a share of it.
 	d.ReadUS, d.ReadGBs, d.Bytes = 31.2, 4234, 132120576
