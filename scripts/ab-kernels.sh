@@ -21,8 +21,11 @@
 #   scripts/ab-kernels.sh build v4
 #   scripts/ab-kernels.sh build nopf 's/if (GEMV_S \&\& batched) {/if (0) {/'
 #   scripts/ab-kernels.sh build xpre1 's/#define GEMV_XPRE 4/#define GEMV_XPRE 1/'
+#   scripts/ab-kernels.sh build pf4 \
+#       's/if (cc < nch \&\& live\[i\]) chunk_prefetch(rp\[i\], cc);/if (cc < nch \&\& live[i] \&\& (lane \& 3) == 0) chunk_prefetch(rp[i], cc);/'
+#       (one lane in four prefetches: fewer L2 requests if they are not merged)
 #   scripts/ab-kernels.sh run q4_0,q4_K 4096x4096,1024x4096,6144x4096 \
-#       r1f0u2s1w16l1a1,r1f0u1s1w16l1a1,r1f0u2s1w8l1 v3 v4 nopf xpre1
+#       r1f0u2s1w16l1a1,r1f0u1s1w16l1a1,r1f0u2s1w8l1 v3 v4 nopf xpre1 pf4
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
