@@ -175,6 +175,16 @@ func pct(a, b float64) float64 {
 	return 100 * a / b
 }
 
+// ofRead is a kernel's speed as a share of the same-bytes read (readUS /
+// us: 100 % = as fast as reading the weights once), or "-" when the read
+// or the kernel was not measured.
+func ofRead(readUS, us float64) string {
+	if readUS <= 0 || us <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", pct(readUS, us))
+}
+
 // writeBench prints one row per (format, shape): stock, the best verified
 // variant (even when it did not beat stock significantly), the ceiling,
 // and the streaming read of the same bytes (its µs, and the best's time as
@@ -190,13 +200,13 @@ func writeBench(w io.Writer, ds []tuner.Decision) error {
 				bestC = c
 			}
 		}
-		read, ofRead := "-", "-"
+		read := "-"
 		if d.ReadUS > 0 {
-			read, ofRead = fmt.Sprintf("%.2f", d.ReadUS), fmt.Sprintf("%.1f", pct(d.ReadUS, bestC.MedianUS))
+			read = fmt.Sprintf("%.2f", d.ReadUS)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%s\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t\n", d.Format, d.Shape(), float64(d.Bytes)/1e6,
 			d.Stock.MedianUS, d.Stock.GBs, d.Stock.PctCeiling, bestC.ID, bestC.MedianUS, bestC.GBs, bestC.PctCeiling, d.CeilingGBs,
-			read, ofRead, d.Reason)
+			read, ofRead(d.ReadUS, bestC.MedianUS), d.Reason)
 	}
 	return tw.Flush()
 }

@@ -136,15 +136,6 @@ func exactAlt(r cache.Record) string {
 	return fmt.Sprintf("%s %.3f× %.0f GB/s", x.WinnerID, x.Speedup, x.GBs)
 }
 
-// ofRead is the winner's time as a share of the same-bytes read (100 % =
-// as fast as reading the weights once), or "-" for a record without it.
-func ofRead(r cache.Record) string {
-	if r.ReadUS <= 0 || r.MedianUS <= 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", 100*r.ReadUS/r.MedianUS)
-}
-
 func writeShow(w io.Writer, path string, recs []cache.Record) error {
 	fmt.Fprintf(w, "cache %s\n", path)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -160,7 +151,7 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 			stale = "yes: " + why
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
-			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r), r.Speedup, exactAlt(r), r.GPUName, stale)
+			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), r.Speedup, exactAlt(r), r.GPUName, stale)
 	}
 	return tw.Flush()
 }
