@@ -2,7 +2,6 @@ package gemvtune_test
 
 import (
 	"bytes"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -32,27 +31,6 @@ func exactCubinFor(r cache.Record) []byte {
 	return []byte("exact cubin of " + r.Exact.WinnerID + " for " + r.Arch)
 }
 
-// writeCacheExact is writeCache storing exact alternatives' cubins too.
-func writeCacheExact(t testing.TB, recs ...cache.Record) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "tune.db")
-	db, err := cache.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, r := range recs {
-		var xc []byte
-		if r.Exact != nil && !r.Exact.Kept {
-			xc = exactCubinFor(r)
-		}
-		if err := db.Put(r, cubinFor(r), xc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path
-}
-
 // TestRequireExactAlternative: with GEMV_REQUIRE_EXACT=1 a tolerance-class
 // winner gives way to its record's exact alternative (tuned and nearest),
 // to stock when the alternative kept stock, and never when its gate fails;
@@ -63,7 +41,7 @@ func TestRequireExactAlternative(t *testing.T) {
 	old := rec(t, "sm_90", "q4_0", 1024, 4096, "r2f0u1s1w8a1", "tolerance") // written before alternatives
 	// affine4 offers no repacked layout: an alternative with l=1 fails its gate.
 	noGate := withExact(t, rec(t, "sm_90", "affine4", 4096, 4096, "r2f0u1s0w8a1", "tolerance"), "r2f0u1s0w8l1")
-	path := writeCacheExact(t, alt, kept, old, noGate)
+	path := writeCache(t, alt, kept, old, noGate)
 	strict := map[string]string{"GEMV_REQUIRE_EXACT": "1"}
 
 	tests := []struct {
@@ -141,7 +119,7 @@ func TestRequireExactAlternative(t *testing.T) {
 func TestRequireExactAlternativeStale(t *testing.T) {
 	r := withExact(t, rec(t, "sm_90", "q4_0", 4096, 4096, "r2f0u1s1w8a1", "tolerance"), "r4f0u1s0w8")
 	r.SourceHash = "0123456789abcdef"
-	p := open(t, writeCacheExact(t, r), map[string]string{"GEMV_REQUIRE_EXACT": "1"})
+	p := open(t, writeCache(t, r), map[string]string{"GEMV_REQUIRE_EXACT": "1"})
 	if c := lookup(t, p, "sm_90", "q4_0", 4096, 4096); c.Source != "stale" || c.ID != "v1" {
 		t.Errorf("stale: %s %s", c.Source, c.ID)
 	}
@@ -154,7 +132,7 @@ func TestRequireExactAlternativeStale(t *testing.T) {
 // alternative do not allocate.
 func TestRequireExactAlternativeNoAllocs(t *testing.T) {
 	r := withExact(t, rec(t, "sm_90", "q4_0", 4096, 4096, "r2f0u1s1w8a1", "tolerance"), "r4f0u1s0w8")
-	p := open(t, writeCacheExact(t, r), map[string]string{"GEMV_REQUIRE_EXACT": "1"})
+	p := open(t, writeCache(t, r), map[string]string{"GEMV_REQUIRE_EXACT": "1"})
 	for _, rows := range []int{4096, 2048} {
 		lookup(t, p, "sm_90", "q4_0", rows, 4096)
 		if n := testing.AllocsPerRun(100, func() { _, _ = p.Lookup("sm_90", "q4_0", rows, 4096) }); n != 0 {

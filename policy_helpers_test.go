@@ -42,7 +42,8 @@ func rec(t testing.TB, arch, format string, rows, cols int, id string, class str
 // cubinFor is the fake cubin stored with a record in these tests.
 func cubinFor(r cache.Record) []byte { return []byte("cubin of " + r.WinnerID + " for " + r.Arch) }
 
-// writeCache stores recs (each with cubinFor) in a new cache file.
+// writeCache stores recs in a new cache file, each with cubinFor and, when
+// it has an exact alternative that did not keep stock, exactCubinFor.
 func writeCache(t testing.TB, recs ...cache.Record) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tune.db")
@@ -52,7 +53,11 @@ func writeCache(t testing.TB, recs ...cache.Record) string {
 	}
 	defer db.Close()
 	for _, r := range recs {
-		if err := db.Put(r, cubinFor(r)); err != nil {
+		var xc []byte
+		if r.Exact != nil && !r.Exact.Kept {
+			xc = exactCubinFor(r)
+		}
+		if err := db.Put(r, cubinFor(r), xc); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -172,7 +172,7 @@ func TestKnobGThroughCache(t *testing.T) {
 	tuned := rec(t, "sm_90", "q4_0", 4096, 4096, "r2f0u1s1w8g8", "exact")
 	tol := withExact(t, rec(t, "sm_90", "q8_0", 4096, 4096, "r2f0u1s1w8g4a1", "tolerance"), "r4f0u1s1w8g128")
 	plain := withExact(t, rec(t, "sm_90", "q8_0", 8192, 4096, "r2f0u1s1w8g16a1", "tolerance"), "r4f0u1s0w8")
-	path := writeCacheExact(t, tuned, tol, plain)
+	path := writeCache(t, tuned, tol, plain)
 	strict := map[string]string{"GEMV_REQUIRE_EXACT": "1"}
 	tests := []struct {
 		name       string
