@@ -43,6 +43,16 @@ type Choice struct {
 	// it is found by its hash in the current file, else it is nil. Lookups
 	// share it: do not modify it.
 	Cubin []byte
+	// PDL is true when the kernel supports programmatic dependent launch
+	// (sm_90 and newer: it calls griddepcontrol.launch_dependents and
+	// griddepcontrol.wait first thing, before it reads x or writes y). An
+	// engine may then launch it with cuLaunchKernelEx and
+	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, so its launch
+	// and start-up overlap the kernel before it; launched plainly it runs
+	// as any kernel. Whether that pays differs per variant and shape:
+	// `autotune bench` prints the time in a chain of PDL launches (PDL µs)
+	// and the cache record holds the winner's (pdl_us).
+	PDL bool
 	// Evidence holds the measurement behind a tuned or nearest choice; nil
 	// otherwise. Lookups share it: do not modify it.
 	Evidence *Evidence

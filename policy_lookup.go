@@ -79,9 +79,19 @@ func (p *Policy) find(arch, format string, rows, cols int) place {
 
 // lookup is Lookup without the memo.
 func (p *Policy) lookup(arch, format string, rows, cols int, at place) (Choice, error) {
-	if _, err := space.ParseArch(arch); err != nil {
+	a, err := space.ParseArch(arch)
+	if err != nil {
 		return invalid(err)
 	}
+	c, err := p.choose(arch, format, rows, cols, at)
+	if err == nil {
+		c.PDL = a.Major >= 9 // every family's kernel calls griddepcontrol there
+	}
+	return c, err
+}
+
+// choose is lookup's choice for a valid arch.
+func (p *Policy) choose(arch, format string, rows, cols int, at place) (Choice, error) {
 	fi := p.families[format]
 	if fi == nil {
 		return invalid(fmt.Errorf("%w %q: accepted %s", variants.ErrUnknownFormat, format, strings.Join(variants.FormatNames, ", ")))

@@ -306,3 +306,25 @@ func TestLookupAllocations(t *testing.T) {
 		t.Errorf("tuned Lookup allocates %v times; want at most 6 (reason, evidence, shape)", n)
 	}
 }
+
+// TestLookupPDL checks Choice.PDL: true from sm_90 on, where every
+// family's kernel calls griddepcontrol, whatever the source of the choice.
+func TestLookupPDL(t *testing.T) {
+	p, err := gemvtune.Open(&gemvtune.Options{CachePath: filepath.Join(t.TempDir(), "none.db"), ContinueOnCacheError: true,
+		LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		arch string
+		pdl  bool
+	}{{"sm_75", false}, {"sm_86", false}, {"sm_89", false}, {"sm_90", true}, {"sm_100", true}, {"sm_120", true}} {
+		c, err := p.Lookup(tc.arch, "q4_0", 4096, 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.PDL != tc.pdl {
+			t.Errorf("%s: PDL = %v, want %v (source %s)", tc.arch, c.PDL, tc.pdl, c.Source)
+		}
+	}
+}

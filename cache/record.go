@@ -47,7 +47,11 @@ type Record struct {
 	// job's weight bytes, timed like the winner: what reading the weights
 	// once costs at this size. 0 when not measured (records before it
 	// existed); optional in schema 1, like Exact.
-	ReadUS        float64 `json:"read_us,omitempty"`
+	ReadUS float64 `json:"read_us,omitempty"`
+	// PDLUS is the winner's median µs per launch in a chain of its own
+	// launches with programmatic dependent launch (sm_90+; Choice.PDL).
+	// 0 when not measured; optional in schema 1, like ReadUS.
+	PDLUS         float64 `json:"pdl_us,omitempty"`
 	StockMedianUS float64 `json:"stock_median_us"` // stock's median
 	StockGBs      float64 `json:"stock_gbs"`       // stock's GB/s
 	Speedup       float64 `json:"speedup"`         // stock median / winner median (1 when stock kept)
@@ -236,7 +240,7 @@ func (a *Alternative) validate(winnerClass string) error {
 
 // sanitize replaces non-finite figures by 0.
 func (r *Record) sanitize() {
-	for _, f := range []*float64{&r.MedianUS, &r.LoUS, &r.HiUS, &r.GBs, &r.PctCeiling, &r.CeilingGBs, &r.ReadUS, &r.StockMedianUS, &r.StockGBs, &r.Speedup, &r.P} {
+	for _, f := range []*float64{&r.MedianUS, &r.LoUS, &r.HiUS, &r.GBs, &r.PctCeiling, &r.CeilingGBs, &r.ReadUS, &r.PDLUS, &r.StockMedianUS, &r.StockGBs, &r.Speedup, &r.P} {
 		finite(f)
 	}
 	cs := make([]Candidate, len(r.Candidates))

@@ -7,7 +7,7 @@
 #       worktree, apply the sed expressions
 #       to variants/kernels/prelude.cu (none: the tree as it is), check that
 #       each one changed the file, and build autotune into .gpulead/NAME/
-#       (ignored by git; carry .gpulead to the device).
+#       (ignored by git; gzipped; carry .gpulead to the device).
 #   scripts/ab-kernels.sh run FORMATS SHAPES IDS NAME ...
 #       on the device, from the repository root: for each shape, runs
 #       `autotune bench --variants IDS` with every build in the order given
@@ -15,17 +15,17 @@
 #       (the raw tables, appended) and $OUT/ab_summary.txt (per build,
 #       format, shape and variant: its medians, one per run).
 #
-# The third session's experiments (docs/results.md, "Kernels v4") were made
-# this way. The next one it left: which v4 change costs at small shapes,
-#   REV=95bf1c0 scripts/ab-kernels.sh build v3     (kernels v3, the second session's)
-#   scripts/ab-kernels.sh build v4
-#   scripts/ab-kernels.sh build nopf 's/if (GEMV_S \&\& batched) {/if (0) {/'
-#   scripts/ab-kernels.sh build xpre1 's/#define GEMV_XPRE 4/#define GEMV_XPRE 1/'
-#   scripts/ab-kernels.sh build pf4 \
-#       's/if (cc < nch \&\& live\[i\]) chunk_prefetch(rp\[i\], cc);/if (cc < nch \&\& live[i] \&\& (lane \& 3) == 0) chunk_prefetch(rp[i], cc);/'
-#       (one lane in four prefetches: fewer L2 requests if they are not merged)
-#   scripts/ab-kernels.sh run q4_0,q4_K 4096x4096,1024x4096,6144x4096 \
-#       r1f0u2s1w16l1a1,r1f0u1s1w16l1a1,r1f0u2s1w8l1 v3 v4 nopf xpre1 pf4
+# The third and fourth sessions' experiments (docs/results.md, "Kernels v4"
+# and "Kernels v5") were made this way, e.g. the fourth session's PDL prologues:
+#   REV=804b0d4 scripts/ab-kernels.sh build v4     (kernels v4)
+#   scripts/ab-kernels.sh build pdlB
+#   scripts/ab-kernels.sh run q4_0,q4_K,affine4 4096x4096 \
+#       r1f0u2s1w16l1a1,r1f0u1s1w16l1a1,r1f0u1s1w16a1 v4 pdlB
+# The summary gives each run's median, and "/pdl M" its median in a PDL
+# chain where the build prints one. The next one it leaves: where to release
+# the dependents (griddepcontrol.launch_dependents first thing, as now, or
+# once a block starts its last row group), measured in a chain at 1024x4096,
+# 4096x4096 and 4096x14336, where the chain was slower or faster.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,7 +54,9 @@ build() {
 	mkdir -p "$DIR/$name" || exit 1
 	(cd "$tmp" && CGO_CFLAGS=${CGO_CFLAGS:--Wno-deprecated-declarations} go build -ldflags="-s -w" -o "$DIR/$name/autotune" ./cmd/autotune) ||
 		die "build of $name failed"
-	echo "built .gpulead/$name/autotune ($# edits)"
+	# Compressed: five builds must fit in one call's 64 MiB carry.
+	gzip -f -9 "$DIR/$name/autotune" || die "gzip failed"
+	echo "built .gpulead/$name/autotune.gz ($# edits)"
 }
 
 run() {
@@ -62,7 +64,10 @@ run() {
 	local formats=$1 shapes=$2 ids=$3
 	shift 3
 	local names=("$@") order=() i n s
-	for n in "${names[@]}"; do [ -x "$DIR/$n/autotune" ] || die "no build $n (carry .gpulead)"; done
+	for n in "${names[@]}"; do
+		[ -x "$DIR/$n/autotune" ] || { [ -f "$DIR/$n/autotune.gz" ] && gunzip -kf "$DIR/$n/autotune.gz"; } ||
+			die "no build $n (carry .gpulead)"
+	done
 	for ((i = 0; i < ${#names[@]}; i++)); do order+=("${names[i]}"); done
 	for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("${names[i]}"); done
 	export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/xdg}
@@ -74,7 +79,7 @@ run() {
 		done
 	done
 	for n in "${names[@]}"; do
-		awk -v b="$n" '$NF == "ok" && $3 != "ceiling" { k = $1 " " $2 " " $3; v[k] = v[k] " " $5 }
+		awk -v b="$n" '$NF == "ok" && $3 != "ceiling" { k = $1 " " $2 " " $3; v[k] = v[k] " " $5 ($10 ~ /^[0-9]+\.[0-9]+$/ ? "/pdl " $10 : "") }
 			END { for (k in v) print b, k, v[k] }' "$OUT/ab_$n.txt"
 	done | sort -k2,4 >"$OUT/ab_summary.txt"
 	cat "$OUT/ab_summary.txt"

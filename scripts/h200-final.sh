@@ -1,21 +1,23 @@
 #!/bin/bash
-# The third session's final measurements (docs/results.md, "Kernels v4"), in
-# one device call from the repository root after `GPU_TEST_PKGS="./variants
-# ./tuner" scripts/gpu-test.sh build` (carry .gpubin; $OUT is where files go
-# back): the kernel families on the GPU (sampled), the planted-variant tuner
-# test, a cold full tune of llama-3-8b (timed), and autotune bench at
-# 28672x8192, 4096x14336 and 128256x4096 from that cache (with the
-# same-bytes read).
+# The fourth session's final measurements (docs/results.md, "Kernels v5"),
+# in one device call from the repository root after
+# `GPU_TEST_PKGS="./internal/gpu ./variants ./tuner" scripts/gpu-test.sh build`
+# (carry .gpubin; $OUT is where files go back): the driver tests (the PDL
+# chain among them), the kernel families on the GPU (sampled), the
+# planted-variant tuner test, a cold full tune of llama-3-8b (timed), and
+# autotune bench at 28672x8192, 4096x14336 and 128256x4096 from that cache
+# (with the same-bytes read and the PDL chain).
 export XDG_CACHE_HOME=/tmp/xdg
 R=$(pwd)
 A=$R/.gpubin/autotune
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
+(cd internal/gpu && timeout 120 $R/.gpubin/internal_gpu.test -test.v > $OUT/gtest.log 2>&1; echo "internal_gpu.test exit $?"; grep -E "^(--- FAIL|ok|PASS|FAIL)|TestPDLChain" $OUT/gtest.log | head -5)
 (cd variants && GEMV_TEST_SPACE=sample timeout 150 $R/.gpubin/variants.test -test.short -test.run 'TestFamiliesOnGPU' -test.v > $OUT/vtest.log 2>&1); rc=$?
 echo "variants.test exit $rc"; grep "^--- \|^ok\|^PASS\|^FAIL" $OUT/vtest.log | head -3
 [ $rc -eq 0 ] || { grep -B3 -A3 "FAIL\|Error" $OUT/vtest.log | head -40; exit 1; }
 (cd tuner && timeout 70 $R/.gpubin/tuner.test -test.run 'TestPlanted' -test.v > $OUT/ttest.log 2>&1; echo "tuner.test exit $?"; grep "^--- \|^PASS\|^FAIL\|same-bytes" $OUT/ttest.log | head -6)
 t0=$(date +%s)
-timeout 300 $A --arch sm_90 --model llama-3-8b --json --cache /tmp/gemv-tune.db 2>$OUT/tune.err | gzip -c > $OUT/run7.json.gz
+timeout 300 $A --arch sm_90 --model llama-3-8b --json --cache /tmp/gemv-tune.db 2>$OUT/tune.err | gzip -c > $OUT/run8.json.gz
 echo "tune exit ${PIPESTATUS[0]} wall $(( $(date +%s) - t0 )) s"
 tail -3 $OUT/tune.err
 $A show --cache /tmp/gemv-tune.db > $OUT/show.txt 2>&1

@@ -33,12 +33,22 @@ type workerProc struct {
 	dead   chan struct{}
 }
 
+// WorkerWrapEnv, when set, is a command (split at spaces) the worker is
+// started under, e.g. "ncu --log-file ncu.log -o prof": profilers that
+// follow child processes through libc do not see Go's own exec. The
+// wrapper must keep its own output off stdout, which carries the protocol.
+const WorkerWrapEnv = "GEMVTUNE_WORKER_WRAP"
+
 func startWorker() (*workerProc, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("starting measurement worker: %w", err)
 	}
-	cmd := exec.Command(exe, "-test.run=^$") // a test binary runs no tests as a worker
+	args := []string{exe, "-test.run=^$"} // a test binary runs no tests as a worker
+	if wrap := strings.Fields(os.Getenv(WorkerWrapEnv)); len(wrap) > 0 {
+		args = append(wrap, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), WorkerEnv+"=1")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

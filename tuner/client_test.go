@@ -39,3 +39,18 @@ func TestWorkerWatchdog(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkerWrap checks that the worker starts under the command in
+// WorkerWrapEnv: the wrapper here sets the fake-crash mode, which only a
+// worker started through it sees (a real worker would answer).
+func TestWorkerWrap(t *testing.T) {
+	t.Setenv(WorkerWrapEnv, "env "+fakeWorkerEnv+"=crash")
+	p, err := startWorker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.call(request{Op: opInit}, 5*time.Second)
+	if !errors.Is(err, errWorkerLost) || errors.Is(err, errWorkerHung) {
+		t.Fatalf("call = %v; want the wrapped worker's crash (lost, not hung)", err)
+	}
+}

@@ -198,6 +198,7 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 			d.Exact.Cubin = c.Cubin
 		}
 	}
+	measurePDL(s, &d, cands, len(opts.Only) > 0)
 	d.Candidates = cands
 	// The same-bytes read: a yardstick, so a failure leaves it out (0)
 	// rather than failing the job.
@@ -210,8 +211,68 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 	return d, nil
 }
 
-// readRounds is how many rounds time the same-bytes read (Decision.ReadUS).
+// readRounds is how many rounds time the same-bytes read (Decision.ReadUS)
+// and the PDL chains (Candidate.PDLUS).
 const readRounds = 15
+
+// pdlPrefix, before a variant ID among a job's measurements, launches it
+// with programmatic dependent launch (Candidate.PDLUS): not a variant ID.
+const pdlPrefix = "pdl:"
+
+// fastest returns the ID of the fastest verified candidate measured in at
+// least n samples (the final stage), or "".
+func fastest(cands []Candidate, n int) string {
+	best, us := "", 0.0
+	for _, c := range cands {
+		if c.Status == StatusOK && c.MedianUS > 0 && len(c.Samples) >= n && (best == "" || c.MedianUS < us) {
+			best, us = c.ID, c.MedianUS
+		}
+	}
+	return best
+}
+
+// measurePDL times stock, the winners and the fastest candidate (all
+// verified candidates when every is set) in chains of their own PDL launches, on sm_90 and newer.
+// A yardstick like the same-bytes read: a failure (a driver without
+// cuLaunchKernelEx) leaves it out rather than failing the job.
+func measurePDL(s *session, d *Decision, cands []Candidate, every bool) {
+	if s.info.Arch.Major < 9 {
+		return
+	}
+	want := map[string]bool{d.Stock.ID: true, d.Winner.ID: true}
+	if d.Exact != nil {
+		want[d.Exact.Winner.ID] = true
+	}
+	if f := fastest(cands, len(d.Stock.Samples)); f != "" {
+		want[f] = true // what autotune bench reports as the best
+	}
+	var ids []string
+	for _, c := range cands {
+		if c.Status == StatusOK && (every || want[c.ID]) {
+			ids = append(ids, pdlPrefix+c.ID)
+		}
+	}
+	v, err := s.measure(ids, readRounds)
+	if err != nil {
+		return
+	}
+	for i := range cands {
+		if x := v[pdlPrefix+cands[i].ID]; len(x) > 0 {
+			cands[i].PDLUS, _, _ = summarize(x)
+		}
+	}
+	for _, c := range cands {
+		if c.ID == d.Stock.ID {
+			d.Stock.PDLUS = c.PDLUS
+		}
+		if c.ID == d.Winner.ID {
+			d.Winner.PDLUS = c.PDLUS
+		}
+		if d.Exact != nil && c.ID == d.Exact.Winner.ID {
+			d.Exact.Winner.PDLUS = c.PDLUS
+		}
+	}
+}
 
 // pruneUnboundFloors drops variants whose launch-bounds floor did not bind:
 // same knobs but f, same register count as a variant with a lower floor,

@@ -58,6 +58,12 @@ type Candidate struct {
 	GBs        float64   `json:"gbs,omitempty"`
 	PctCeiling float64   `json:"pct_ceiling,omitempty"`
 	Samples    []float64 `json:"samples_us,omitempty"` // µs per launch, one per timed batch
+	// PDLUS is the median µs per launch in a chain of its own launches
+	// with programmatic dependent launch (each one may start while the one
+	// before drains; sm_90+): measured after the decision for stock, the
+	// winners and, with Options.Only, every verified candidate. 0 = not
+	// measured.
+	PDLUS float64 `json:"pdl_us,omitempty"`
 }
 
 // Clocks is an NVML snapshot taken before or after a measurement.

@@ -3,6 +3,7 @@ package tuner
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
@@ -43,10 +44,16 @@ func (w *worker) graph(c *gpu.Ctx, id string) (gpu.GraphExec, error) {
 }
 
 // launches returns the kernel, launch and per-copy arguments of candidate
-// id (or of the same-bytes read, readID) for the current job.
+// id (or of the same-bytes read, readID, or of a candidate launched with
+// programmatic dependent launch, pdlPrefix+id) for the current job.
 func (w *worker) launches(c *gpu.Ctx, id string) (gpu.Function, gpu.LaunchConfig, []*gpu.Args, error) {
 	if id == readID {
 		return w.readLaunches(c)
+	}
+	if v, ok := strings.CutPrefix(id, pdlPrefix); ok {
+		fn, cfg, args, err := w.launches(c, v)
+		cfg.PDL = true
+		return fn, cfg, args, err
 	}
 	s := w.shape
 	m, err := w.module(id)

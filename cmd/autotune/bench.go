@@ -143,7 +143,7 @@ func benchVariants(ctx context.Context, arch string, formats []string, shapes []
 // spread of that median, GB/s, % of the ceiling and its time against stock.
 func writeBenchVariants(w io.Writer, ds []tuner.Decision) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "format\tshape\tvariant\tclass\tµs\t95% CI µs\tGB/s\t% ceil\tvs stock\tregs\tblocks/SM\tstatus\t")
+	fmt.Fprintln(tw, "format\tshape\tvariant\tclass\tµs\t95% CI µs\tGB/s\t% ceil\tvs stock\tPDL µs\tPDL % ceil\tregs\tblocks/SM\tstatus\t")
 	for _, d := range ds {
 		for _, c := range d.Candidates {
 			status := string(c.Status)
@@ -154,13 +154,14 @@ func writeBenchVariants(w io.Writer, ds []tuner.Decision) error {
 			if c.MedianUS > 0 && d.Stock.MedianUS > 0 {
 				vs = fmt.Sprintf("%.2fx", d.Stock.MedianUS/c.MedianUS)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.2f–%.2f\t%.0f\t%.1f\t%s\t%d\t%d\t%s\t\n", d.Format, d.Shape(), c.ID, c.Class,
-				c.MedianUS, c.LoUS, c.HiUS, c.GBs, c.PctCeiling, vs, c.Registers, c.BlocksPerSM, status)
+			pdlUS, pdlPct := pdlCols(d, c)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.2f–%.2f\t%.0f\t%.1f\t%s\t%s\t%s\t%d\t%d\t%s\t\n", d.Format, d.Shape(), c.ID, c.Class,
+				c.MedianUS, c.LoUS, c.HiUS, c.GBs, c.PctCeiling, vs, pdlUS, pdlPct, c.Registers, c.BlocksPerSM, status)
 		}
 		if d.ReadUS > 0 {
-			fmt.Fprintf(tw, "%s\t%s\tread (same bytes)\t\t%.2f\t\t%.0f\t%.1f\t\t\t\t\t\n", d.Format, d.Shape(), d.ReadUS, d.ReadGBs, pct(d.ReadGBs, d.CeilingGBs))
+			fmt.Fprintf(tw, "%s\t%s\tread (same bytes)\t\t%.2f\t\t%.0f\t%.1f\t\t\t\t\t\t\t\n", d.Format, d.Shape(), d.ReadUS, d.ReadGBs, pct(d.ReadGBs, d.CeilingGBs))
 		}
-		fmt.Fprintf(tw, "%s\t%s\tceiling\t\t\t\t%.0f\t100.0\t\t\t\t\t\n", d.Format, d.Shape(), d.CeilingGBs)
+		fmt.Fprintf(tw, "%s\t%s\tceiling\t\t\t\t%.0f\t100.0\t\t\t\t\t\t\t\n", d.Format, d.Shape(), d.CeilingGBs)
 	}
 	return tw.Flush()
 }
@@ -185,6 +186,16 @@ func ofRead(readUS, us float64) string {
 	return fmt.Sprintf("%.1f", pct(readUS, us))
 }
 
+// pdlCols formats c's time in a chain of PDL launches and its % of the
+// ceiling, or "-" twice when it was not measured.
+func pdlCols(d tuner.Decision, c tuner.Candidate) (string, string) {
+	if c.PDLUS <= 0 {
+		return "-", "-"
+	}
+	gbs := float64(d.Bytes) / (c.PDLUS * 1e-6) / 1e9
+	return fmt.Sprintf("%.2f", c.PDLUS), fmt.Sprintf("%.1f", pct(gbs, d.CeilingGBs))
+}
+
 // writeBench prints one row per (format, shape): stock, the best verified
 // variant (even when it did not beat stock significantly), the ceiling,
 // and the streaming read of the same bytes (its µs, and the best's time as
@@ -192,7 +203,7 @@ func ofRead(readUS, us float64) string {
 // weights once).
 func writeBench(w io.Writer, ds []tuner.Decision) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "format\tshape\tMB\tstock µs\tGB/s\t% ceil\tbest\tµs\tGB/s\t% ceil\tceiling GB/s\tread µs\t% of read\tdecision\t")
+	fmt.Fprintln(tw, "format\tshape\tMB\tstock µs\tGB/s\t% ceil\tbest\tµs\tGB/s\t% ceil\tceiling GB/s\tread µs\t% of read\tPDL µs\tPDL % ceil\tdecision\t")
 	for _, d := range ds {
 		bestC := d.Stock
 		for _, c := range d.Candidates {
@@ -204,9 +215,10 @@ func writeBench(w io.Writer, ds []tuner.Decision) error {
 		if d.ReadUS > 0 {
 			read = fmt.Sprintf("%.2f", d.ReadUS)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%s\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t\n", d.Format, d.Shape(), float64(d.Bytes)/1e6,
+		pdlUS, pdlPct := pdlCols(d, bestC)
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%s\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", d.Format, d.Shape(), float64(d.Bytes)/1e6,
 			d.Stock.MedianUS, d.Stock.GBs, d.Stock.PctCeiling, bestC.ID, bestC.MedianUS, bestC.GBs, bestC.PctCeiling, d.CeilingGBs,
-			read, ofRead(d.ReadUS, bestC.MedianUS), d.Reason)
+			read, ofRead(d.ReadUS, bestC.MedianUS), pdlUS, pdlPct, d.Reason)
 	}
 	return tw.Flush()
 }

@@ -65,6 +65,22 @@ func TestWriteBenchVariants(t *testing.T) {
 	if out := b.String(); !strings.Contains(out, "31.20") || !strings.Contains(out, "87.9") { // 31.2/35.5
 		t.Errorf("bench table lacks the read µs or the best's share of it:\n%s", out)
 	}
+
+	// A time in a PDL chain: both tables give it and its % of the ceiling
+	// (132120576 B / 33.00 µs = 4004 GB/s = 91.0 % of 4400).
+	d.Candidates[1].PDLUS = 33
+	for name, write := range map[string]func(*bytes.Buffer) error{
+		"variants": func(b *bytes.Buffer) error { return writeBenchVariants(b, []tuner.Decision{d}) },
+		"bench":    func(b *bytes.Buffer) error { return writeBench(b, []tuner.Decision{d}) },
+	} {
+		b.Reset()
+		if err := write(&b); err != nil {
+			t.Fatal(err)
+		}
+		if out := b.String(); !strings.Contains(out, "PDL µs") || !strings.Contains(out, "33.00") || !strings.Contains(out, "91.0") {
+			t.Errorf("%s table lacks the PDL chain's µs or %% of ceiling:\n%s", name, out)
+		}
+	}
 }
 
 func TestBenchVariantsBadInput(t *testing.T) {

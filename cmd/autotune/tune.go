@@ -426,6 +426,7 @@ func recordFromDecision(d tuner.Decision) cache.Record {
 		PctCeiling:    w.PctCeiling,
 		CeilingGBs:    d.CeilingGBs,
 		ReadUS:        d.ReadUS,
+		PDLUS:         w.PDLUS,
 		StockMedianUS: d.Stock.MedianUS,
 		StockGBs:      d.Stock.GBs,
 		Speedup:       d.Speedup,

@@ -24,6 +24,7 @@ type driver struct {
 	memAlloc, memFree, memcpyHtoD, memcpyDtoH, memcpyDtoD, memsetD8 sym
 	moduleLoadData, moduleUnload, moduleGetFunction                 sym
 	funcGetAttribute, funcSetAttribute, occupancy, launchKernel     sym
+	launchKernelEx                                                  sym // optional: CUDA 12.0+
 	streamCreate, streamDestroy, streamSync, streamQuery            sym
 	eventCreate, eventDestroy, eventRecord, eventSync, eventQuery   sym
 	eventElapsed                                                    sym
@@ -59,6 +60,7 @@ func (d *driver) specs() []symSpec {
 		{dst: &d.funcSetAttribute, names: []string{"cuFuncSetAttribute"}},
 		{dst: &d.occupancy, names: []string{"cuOccupancyMaxActiveBlocksPerMultiprocessor"}},
 		{dst: &d.launchKernel, names: []string{"cuLaunchKernel"}},
+		{dst: &d.launchKernelEx, names: []string{"cuLaunchKernelEx"}, optional: true},
 		{dst: &d.streamCreate, names: []string{"cuStreamCreate"}},
 		{dst: &d.streamDestroy, names: []string{"cuStreamDestroy_v2", "cuStreamDestroy"}},
 		{dst: &d.streamSync, names: []string{"cuStreamSynchronize"}},

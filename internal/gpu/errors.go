@@ -26,6 +26,9 @@ var (
 	ErrClosed = errors.New("device closed")
 	// ErrCtxOutsideDo is returned when a Ctx is used after its Do call returned.
 	ErrCtxOutsideDo = errors.New("gpu.Ctx used outside Device.Do")
+	// ErrUnsupported is returned when the driver lacks an entry point a
+	// call needs (e.g. cuLaunchKernelEx for LaunchConfig.PDL).
+	ErrUnsupported = errors.New("not supported by this CUDA driver")
 )
 
 // CUDA result codes callers test for. The driver has many more; any code

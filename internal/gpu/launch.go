@@ -65,7 +65,40 @@ type LaunchConfig struct {
 	Block       [3]uint32
 	SharedBytes uint32 // dynamic shared memory per block
 	Stream      Stream // 0 = the legacy default stream
+	// PDL launches with programmatic stream serialization (programmatic
+	// dependent launch, sm_90+): the kernel's blocks may start while the
+	// kernel before it in the stream still runs, once every block of that
+	// one has called griddepcontrol.launch_dependents or exited; the kernel
+	// must run griddepcontrol.wait before it touches memory the previous
+	// kernel writes or reads. Captured into a graph, it becomes a
+	// programmatic edge.
+	PDL bool
 }
+
+// cuLaunchConfig mirrors CUlaunchConfig (cuda.h, CUDA 12.0+).
+type cuLaunchConfig struct {
+	grid     [3]uint32
+	block    [3]uint32
+	shared   uint32
+	_        uint32
+	stream   uintptr
+	attrs    uintptr
+	numAttrs uint32
+	_        uint32
+}
+
+// cuLaunchAttribute mirrors CUlaunchAttribute: the attribute's id, padding
+// to 8 bytes and the 64-byte CUlaunchAttributeValue union.
+type cuLaunchAttribute struct {
+	id    uint32
+	_     uint32
+	value [64]byte
+}
+
+// cuLaunchAttributeProgrammaticStreamSerialization is
+// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION; its value is the
+// int programmaticStreamSerializationAllowed.
+const cuLaunchAttributeProgrammaticStreamSerialization = 6
 
 // Launch enqueues f with cfg and args; it does not wait. A nil args means a
 // kernel without parameters. Any zero grid or block dimension counts as 1.
@@ -82,10 +115,29 @@ func (c *Ctx) Launch(f Function, cfg LaunchConfig, args *Args) error {
 		}
 		params = uintptr(unsafe.Pointer(&args.buf[args.n]))
 	}
+	if cfg.PDL {
+		return c.launchPDL(f, g, b, cfg, params)
+	}
 	code := c.d.launchKernel.call(uintptr(f), uintptr(g[0]), uintptr(g[1]), uintptr(g[2]),
 		uintptr(b[0]), uintptr(b[1]), uintptr(b[2]), uintptr(cfg.SharedBytes), uintptr(cfg.Stream), params, 0)
 	c.pin.Unpin()
 	return c.d.check(c.d.launchKernel, code)
+}
+
+// launchPDL is Launch through cuLaunchKernelEx with programmatic stream
+// serialization; params is already pinned.
+func (c *Ctx) launchPDL(f Function, g, b [3]uint32, cfg LaunchConfig, params uintptr) error {
+	defer c.pin.Unpin()
+	if c.d.launchKernelEx.addr == 0 {
+		return fmt.Errorf("%w: programmatic dependent launch needs cuLaunchKernelEx (CUDA 12.0 or newer driver)", ErrUnsupported)
+	}
+	attr := &cuLaunchAttribute{id: cuLaunchAttributeProgrammaticStreamSerialization}
+	attr.value[0] = 1 // int 1, little-endian
+	lc := &cuLaunchConfig{grid: g, block: b, shared: cfg.SharedBytes, stream: uintptr(cfg.Stream), attrs: uintptr(unsafe.Pointer(attr)), numAttrs: 1}
+	c.pin.Pin(attr)
+	c.pin.Pin(lc)
+	code := c.d.launchKernelEx.call(uintptr(unsafe.Pointer(lc)), uintptr(f), params, 0)
+	return c.d.check(c.d.launchKernelEx, code)
 }
 
 // dims replaces zero dimensions by 1.

@@ -66,3 +66,25 @@ func TestBytesView(t *testing.T) {
 		t.Errorf("Bytes(nil) not nil")
 	}
 }
+
+// TestLaunchStructLayout pins the Go mirrors of CUlaunchConfig and
+// CUlaunchAttribute to cuda.h's layout on 64-bit Linux.
+func TestLaunchStructLayout(t *testing.T) {
+	var lc cuLaunchConfig
+	var la cuLaunchAttribute
+	for _, tt := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"sizeof(CUlaunchConfig)", unsafe.Sizeof(lc), 56},
+		{"offsetof(hStream)", unsafe.Offsetof(lc.stream), 32},
+		{"offsetof(attrs)", unsafe.Offsetof(lc.attrs), 40},
+		{"offsetof(numAttrs)", unsafe.Offsetof(lc.numAttrs), 48},
+		{"sizeof(CUlaunchAttribute)", unsafe.Sizeof(la), 72},
+		{"offsetof(value)", unsafe.Offsetof(la.value), 8},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("%s = %d, want %d", tt.name, tt.got, tt.want)
+		}
+	}
+}

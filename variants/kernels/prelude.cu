@@ -252,6 +252,26 @@ __device__ __forceinline__ void gemv_pf(const void* p) {
     asm volatile("prefetch.global.L2 [%0];" :: "l"(p));
 }
 
+// Programmatic dependent launch (sm_90+; no-ops when the kernel was not
+// launched with programmatic stream serialization, and compiled out below
+// sm_90). gemv_pdl_release lets the next kernel in the stream launch its
+// blocks while this one runs; gemv_pdl_wait waits until the previous
+// kernel has finished and its writes are visible. The kernel calls both
+// first thing, so in a PDL chain the launch and block start-up overlap the
+// previous kernel, and nothing else changes: issuing the first weight
+// loads before the wait (weights are nobody's output) cost registers and
+// a resident block for q4_0's best variant on the H200 (docs/results.md).
+__device__ __forceinline__ void gemv_pdl_release() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void gemv_pdl_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // The fixed lane reduction: xor butterfly 16, 8, 4, 2, 1.
 __device__ __forceinline__ float gemv_warp_sum(float v) {
 #pragma unroll
@@ -331,6 +351,8 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
     bool live[GEMV_R];                                                                  \
     RowPtr rp[GEMV_R];                                                                  \
     GEMV_ROWS_AT(row0)                                                                  \
+    gemv_pdl_release();                                                                 \
+    gemv_pdl_wait();                                                                    \
     float4 xpre[GEMV_XPRE];                                                             \
     gemv_stage_begin(x, cols, xpre);                                                    \
     Chunk ch[GEMV_U][GEMV_R];                                                           \
