@@ -236,12 +236,12 @@ func atRows(c Choice, tunedRows, rows int) Choice {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// cubinKey is the variant whose cubin q runs: a staged variant (s=1) is
+// cubinKey is the variant whose cubin q runs: a staged variant (s≥1) is
 // one kernel for every knob g (variants.Family.Source), so its g is
 // dropped; an unstaged one is built with the row-group loop only when
 // g > 0, so it keeps its own.
 func cubinKey(q space.Params) space.Params {
-	if q.S == 1 {
+	if q.S >= 1 {
 		q.G = 0
 	}
 	return q

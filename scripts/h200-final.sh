@@ -17,7 +17,7 @@ echo "variants.test exit $rc"; grep "^--- \|^ok\|^PASS\|^FAIL" $OUT/vtest.log | 
 [ $rc -eq 0 ] || { grep -B3 -A3 "FAIL\|Error" $OUT/vtest.log | head -40; exit 1; }
 (cd tuner && timeout 70 $R/.gpubin/tuner.test -test.run 'TestPlanted' -test.v > $OUT/ttest.log 2>&1; echo "tuner.test exit $?"; grep "^--- \|^PASS\|^FAIL\|same-bytes" $OUT/ttest.log | head -6)
 t0=$(date +%s)
-timeout 300 $A --arch sm_90 --model llama-3-8b --json --cache /tmp/gemv-tune.db 2>$OUT/tune.err | gzip -c > $OUT/run8.json.gz
+timeout 300 $A --arch sm_90 --model llama-3-8b --json --cache /tmp/gemv-tune.db 2>$OUT/tune.err | gzip -c > $OUT/run9.json.gz
 echo "tune exit ${PIPESTATUS[0]} wall $(( $(date +%s) - t0 )) s"
 tail -3 $OUT/tune.err
 $A show --cache /tmp/gemv-tune.db > $OUT/show.txt 2>&1

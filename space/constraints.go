@@ -35,6 +35,12 @@ func Check(p Params, lim Limits, smemBytes int) error {
 	return nil
 }
 
+// MinRingWarps is the fewest warps per block the weight ring (s=2) is
+// tried with: in the fourth session's tunes (run9, run10) the best s=2
+// variant with 2 or 4 warps was 10-51 % slower than the job's best, and
+// the ring added 39 % to the candidates of a full tune.
+const MinRingWarps = 8
+
 func exclusionReason(p Params, lim Limits, smem int) string {
 	if err := p.Validate(); err != nil {
 		return err.Error()
@@ -43,7 +49,13 @@ func exclusionReason(p Params, lim Limits, smem int) string {
 	if threads > lim.MaxThreadsPerBlock {
 		return fmt.Sprintf("w=%d gives %d threads/block > %d max on %s", p.W, threads, lim.MaxThreadsPerBlock, lim.Arch)
 	}
-	if p.R*p.U > MaxInFlight {
+	if a, err := ParseArch(lim.Arch); p.S == 2 && err == nil && a.Major < 8 {
+		return fmt.Sprintf("s=2 copies weights with cp.async, which %s lacks (sm_80 and newer)", lim.Arch)
+	}
+	if p.S == 2 && p.W < MinRingWarps {
+		return fmt.Sprintf("s=2 with w=%d < %d: few warps per block to share the staged x, and on the H200 never within 10 %% of the best (docs/results.md)", p.W, MinRingWarps)
+	}
+	if p.R*p.U > MaxInFlight && p.S != 2 { // s=2 keeps them in shared memory: the smem rules below bound it
 		return fmt.Sprintf("r=%d × u=%d = %d chunk loads in flight per lane > %d (weight registers would spill)", p.R, p.U, p.R*p.U, MaxInFlight)
 	}
 	if smem > lim.SmemPerBlockOptin {
@@ -90,6 +102,9 @@ func knobValues(letter string) []int {
 type FamilyKnobs struct {
 	Layouts     []int // knob l
 	Activations []int // knob a
+	// Stagings are the values of knob s the family implements; nil means
+	// 0 and 1 (s=2, weights through a shared-memory ring, is per family).
+	Stagings []int
 }
 
 // Enumerate walks every combination of the common knob values (space.Knobs)
@@ -97,7 +112,10 @@ type FamilyKnobs struct {
 // and those it excludes (with the reason). smemFor gives a variant's dynamic
 // shared memory per block for the shape being planned; nil means none.
 func Enumerate(lim Limits, fk FamilyKnobs, smemFor func(Params) int) (ok []Params, excluded []Exclusion) {
-	layouts, acts := fk.Layouts, fk.Activations
+	layouts, acts, stagings := fk.Layouts, fk.Activations, fk.Stagings
+	if len(stagings) == 0 {
+		stagings = []int{0, 1}
+	}
 	if len(layouts) == 0 {
 		layouts = []int{0}
 	}
@@ -107,7 +125,7 @@ func Enumerate(lim Limits, fk FamilyKnobs, smemFor func(Params) int) (ok []Param
 	for _, r := range knobValues("r") {
 		for _, f := range knobValues("f") {
 			for _, u := range knobValues("u") {
-				for _, s := range knobValues("s") {
+				for _, s := range stagings {
 					for _, w := range knobValues("w") {
 						for _, l := range layouts {
 							for _, a := range acts {

@@ -38,6 +38,10 @@ func TestCheckRules(t *testing.T) {
 		{"registers exact 32", "r1f8u1s0w8", "sm_90", 0, ""},
 		{"in flight", "r8f0u8s0w8", "sm_90", 0, "r=8 × u=8 = 64 chunk loads in flight per lane > 16"},
 		{"in flight at cap", "r4f0u4s0w8", "sm_90", 0, ""},
+		{"in flight in a smem ring", "r4f0u8s2w8", "sm_90", 200 * kb, ""},
+		{"smem ring, few warps", "r1f0u2s2w4", "sm_90", 16 * kb, "s=2 with w=4 < 8"},
+		{"smem ring needs cp.async", "r1f0u2s2w8", "sm_75", 16 * kb, "s=2 copies weights with cp.async, which sm_75 lacks"},
+		{"smem ring on sm_80", "r1f0u2s2w8", "sm_80", 16 * kb, ""},
 		{"smem per SM with floor", "r1f2u1s1w8", "sm_90", 128 * kb, "f=2 blocks × smem 128 KB = 256 KB > 228 KB per SM on sm_90"},
 		{"smem per SM fits", "r1f1u1s1w8", "sm_90", 128 * kb, ""},
 		{"bad knob", "", "sm_90", 0, "r=5"},
@@ -116,12 +120,12 @@ func TestLimitsFor(t *testing.T) {
 func TestEnumerateCoversSpace(t *testing.T) {
 	lim := mustLimits(t, "sm_86")
 	smem := func(p space.Params) int {
-		if p.S == 1 {
-			return 64 * space.KiB
+		if p.S >= 1 {
+			return 32 * space.KiB * p.S
 		}
 		return 0
 	}
-	ok, ex := space.Enumerate(lim, space.FamilyKnobs{Layouts: []int{0, 1, 2}, Activations: []int{0, 1}}, smem)
+	ok, ex := space.Enumerate(lim, space.FamilyKnobs{Layouts: []int{0, 1, 2}, Activations: []int{0, 1}, Stagings: []int{0, 1, 2}}, smem)
 	want := 1
 	for _, k := range space.Knobs {
 		if k.Letter != "g" { // the tuner derives g per shape; Enumerate leaves it 0

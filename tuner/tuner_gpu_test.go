@@ -38,7 +38,9 @@ func needGPU(t *testing.T) {
 	}
 }
 
-// plant derives a variant from stock's source by one textual change, and
+// plant derives a variant from stock's source by one textual change, made
+// at every occurrence (the prelude holds one kernel body per staging form,
+// chosen by #if, and the change must reach the one stock compiles), and
 // fails the test if the change no longer applies.
 func plant(t *testing.T, format, id, old, new string) source {
 	t.Helper()
@@ -53,7 +55,7 @@ func plant(t *testing.T, format, id, old, new string) source {
 	if !strings.Contains(code, old) {
 		t.Fatalf("planting %s: %q not in stock's source", id, old)
 	}
-	return source{ID: id, Params: space.Stock, Code: strings.Replace(code, old, new, 1)}
+	return source{ID: id, Params: space.Stock, Code: strings.ReplaceAll(code, old, new)}
 }
 
 // TestPlantedVariants runs the whole pipeline on one small job with a

@@ -237,7 +237,7 @@ func (w *worker) setShape(req request) response {
 				a.Err = err.Error()
 			}
 			attrs[id] = a
-			if !req.RowGroups || a.Err != "" || m.params.S != 1 || m.params.G != 0 {
+			if !req.RowGroups || a.Err != "" || m.params.S == 0 || m.params.G != 0 {
 				continue
 			}
 			if g := rowGroupsFor(m.params, req.Rows, a.BlocksPerSM, w.info.SMs); g > 0 {

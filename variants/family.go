@@ -34,6 +34,10 @@ type family struct {
 	// int8EvenOdd stages int8 x of each group as its even-indexed values,
 	// then its odd ones (affine4: a byte holds weights 2b and 2b+1).
 	int8EvenOdd bool
+	// ring describes a chunk in the shared-memory weight ring of s=2
+	// (prelude.cu): its 16-byte and 4-byte cp.async parts. Zero: the
+	// family has no s=2.
+	ring ringParts
 
 	src  string // prelude + template, read once
 	hash string // SourceHash
@@ -75,6 +79,36 @@ func (f *family) Format() Format {
 
 func (f *family) Layouts() []int { return slices.Clone(f.layouts) }
 
+// ringParts counts one chunk's cp.async copies in the s=2 ring: p16
+// 16-byte and p4 4-byte parts. cols is the multiple of cols s=2 needs
+// beyond the family's own, 0 for none: a 4-byte scale word holds two
+// blocks' f16 scales (q4_0, q8_0: 64 weights; affine4: two groups, 128),
+// and must stay inside its row. layouts are the values of knob l it
+// supports (q4_0's and q8_0's raw blocks are only 2-byte aligned).
+type ringParts struct {
+	p16, p4, cols int
+	layouts       []int
+}
+
+// ok reports whether the family has the ring at all.
+func (r ringParts) ok() bool { return r.p16+r.p4 > 0 }
+
+// ringWarpBytes is the ring of one warp: u slots of r rows, each part a
+// lane-contiguous run (512 bytes per 16-byte part, 128 per 4-byte part) so
+// that the lanes' shared-memory reads are conflict-free (prelude.cu).
+func (f *family) ringWarpBytes(p space.Params) int {
+	return p.U * p.R * (f.ring.p16*512 + f.ring.p4*128)
+}
+
+// Stagings lists knob s's values: 0 and 1, and 2 where the family copies
+// its weights through a shared-memory ring.
+func (f *family) Stagings() []int {
+	if !f.ring.ok() {
+		return []int{0, 1}
+	}
+	return []int{0, 1, 2}
+}
+
 // Activations lists knob a's values: 0 (f32 activations) and, for the
 // quantized formats, 1 (int8 activations with dp4a).
 func (f *family) Activations() []int { return slices.Clone(f.acts) }
@@ -108,7 +142,7 @@ func (f *family) Source(p space.Params) (string, error) {
 	// built with the row-group loop (walking groups at a stride of
 	// gridDim.x), so every g of it shares one source and one cubin; an s=0
 	// variant gets the loop only when g > 0 (stock stays loop-free).
-	loop := p.S == 1 || p.G > 0
+	loop := p.S >= 1 || p.G > 0
 	p.G = 0
 	var b strings.Builder
 	fmt.Fprintf(&b, "// gemvtune %s %s (%s, source %s)\n", f.format, p.ID(), generatorVersion, f.hash)
@@ -116,7 +150,8 @@ func (f *family) Source(p space.Params) (string, error) {
 		name string
 		v    int
 	}{{"GEMV_R", p.R}, {"GEMV_F", p.F}, {"GEMV_U", p.U}, {"GEMV_S", p.S}, {"GEMV_W", p.W}, {"GEMV_L", p.L},
-		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)}} {
+		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)},
+		{"GEMV_P16", f.ring.p16}, {"GEMV_P4", f.ring.p4}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}
 	b.WriteString(f.src)
@@ -137,7 +172,13 @@ func (f *family) checkParams(p space.Params) error {
 		return fmt.Errorf("%w: %s has no activation path a=%d (accepted: %s)", ErrShape, f.format, p.A, joinInts(f.acts))
 	}
 	if p.A == 1 && p.S == 0 {
-		return fmt.Errorf("%w: %s %s: a=1 stages int8 activations in shared memory: needs s=1", ErrShape, f.format, p.ID())
+		return fmt.Errorf("%w: %s %s: a=1 stages int8 activations in shared memory: needs s=1 or 2", ErrShape, f.format, p.ID())
+	}
+	if p.S == 2 && !f.ring.ok() {
+		return fmt.Errorf("%w: %s has no weight ring (s=2); accepted s: 0, 1", ErrShape, f.format)
+	}
+	if p.S == 2 && !slices.Contains(f.ring.layouts, p.L) {
+		return fmt.Errorf("%w: %s s=2 (weight ring) needs layout l in %s, got l=%d", ErrShape, f.format, joinInts(f.ring.layouts), p.L)
 	}
 	return nil
 }
@@ -155,6 +196,9 @@ func (f *family) Gate(p space.Params, rows, cols int) error {
 	step := lcm(f.blockWeights(), f.chunk)
 	if cols%step != 0 {
 		return fmt.Errorf("%w: %s needs cols a multiple of %d, got %d", ErrShape, f.format, step, cols)
+	}
+	if p.S == 2 && f.ring.cols > 0 && cols%f.ring.cols != 0 {
+		return fmt.Errorf("%w: %s s=2 copies 4-byte scale words of two blocks: needs cols a multiple of %d, got %d", ErrShape, f.format, f.ring.cols, cols)
 	}
 	if p.L == 2 && cols%TileWeights != 0 {
 		return fmt.Errorf("%w: %s layout l=2 (tiles of 8 blocks) needs cols a multiple of %d, got %d", ErrShape, f.format, TileWeights, cols)
@@ -216,8 +260,11 @@ func (f *family) Launch(p space.Params, rows, cols int) Launch {
 	switch {
 	case p.A == 1:
 		l.SharedBytes = uint32(max(cols, 0) / f.chunk * f.int8ChunkBytes())
-	case p.S == 1:
+	case p.S >= 1:
 		l.SharedBytes = uint32(f.stagedBytes(max(cols, 0)))
+	}
+	if p.S == 2 {
+		l.SharedBytes += uint32(p.W * f.ringWarpBytes(p))
 	}
 	return l
 }

@@ -10,5 +10,6 @@ package variants
 func init() {
 	f := newFamily("affine4", "kernels/affine4.cu", 32, []int{0}, []int{0, 1}, boundAffine4)
 	f.int8EvenOdd = true
+	f.ring = ringParts{p16: 1, p4: 2, cols: 128, layouts: []int{0}} // nibbles; the scale and bias words
 	registerFamily(f)
 }

@@ -6,5 +6,7 @@ package variants
 // Activations: f32 (a=0, class exact) or int8 per group of 32 with dp4a
 // (a=1, needs s=1, class tolerance, bound boundInt8).
 func init() {
-	registerFamily(newFamily("q8_0", "kernels/q8_0.cu", 32, []int{0, 1, 2}, []int{0, 1}, boundF32))
+	f := newFamily("q8_0", "kernels/q8_0.cu", 32, []int{0, 1, 2}, []int{0, 1}, boundF32)
+	f.ring = ringParts{p16: 2, p4: 1, cols: 64, layouts: []int{1, 2}} // two halves of the quants; the scale word
+	registerFamily(f)
 }

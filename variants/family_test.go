@@ -3,6 +3,7 @@ package variants_test
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -119,6 +120,21 @@ func TestGate(t *testing.T) {
 		{"affine4", v1, 5, 64, ""},
 		{"affine4", v1, 5, 32, "affine4 needs cols a multiple of 64, got 32"},
 		{"affine4", l1, 5, 64, "no layout l=1"},
+		// s=2, the weight ring: q4_K and affine4 only; affine4's scale
+		// words span two groups, so it needs cols a multiple of 128.
+		{"q4_K", mustParse(t, "r1f0u2s2w8a1"), 3, 256, ""},
+		{"affine4", mustParse(t, "r1f0u2s2w8a1"), 3, 128, ""},
+		{"affine4", mustParse(t, "r1f0u2s2w8"), 3, 192, "affine4 s=2 copies 4-byte scale words of two blocks: needs cols a multiple of 128, got 192"},
+		{"affine4", mustParse(t, "r1f0u2s1w8"), 3, 192, ""},
+		// q4_0 and q8_0: the ring needs an aligned layout, and scale words
+		// of two blocks.
+		{"q4_0", mustParse(t, "r1f0u2s2w8"), 3, 256, "q4_0 s=2 (weight ring) needs layout l in 1, got l=0"},
+		{"q4_0", mustParse(t, "r1f0u2s2w8l1a1"), 3, 64, ""},
+		{"q4_0", mustParse(t, "r1f0u2s2w8l1"), 3, 96, "needs cols a multiple of 64, got 96"},
+		{"q8_0", mustParse(t, "r1f0u2s2w8l2"), 3, 256, ""},
+		{"q8_0", mustParse(t, "r1f0u2s2w8l1a1"), 3, 64, ""},
+		{"q8_0", mustParse(t, "r1f0u2s2w8"), 3, 256, "q8_0 s=2 (weight ring) needs layout l in 1, 2, got l=0"},
+		{"bf16", mustParse(t, "r1f0u2s2w8"), 3, 8, ""},
 		{"bf16", v1, 1, 8, ""},
 		{"bf16", v1, 1, 12, "bf16 needs cols a multiple of 8, got 12"},
 		{"bf16", space.Params{R: 7, U: 1, W: 8}, 1, 8, "r=7"},
@@ -181,6 +197,27 @@ func TestLaunch(t *testing.T) {
 	}
 	if got := mustFamily(t, "q4_K").Launch(mustParse(t, "r1f0u1s1w8"), 8, 4096).SharedBytes; got != 4096*4+64*16 {
 		t.Errorf("q4_K s=1 smem %d, want %d", got, 4096*4+64*16)
+	}
+	// s=2 adds each warp's ring: u slots × r rows × (512 B per 16-byte
+	// part + 128 B per 4-byte part), after the staged x.
+	for _, tc := range []struct {
+		format, id string
+		want       uint32
+	}{
+		{"q4_K", "r1f0u2s2w8a1", 8192/64*112 + 8*2*1*(3*512)},
+		{"q4_K", "r2f0u4s2w4", 8192*4 + 8192/64*16 + 4*4*2*(3*512)},
+		{"affine4", "r1f0u4s2w16a1", 8192/32*48 + 16*4*1*(512+2*128)},
+		{"q8_0", "r2f0u2s2w8l2", 8192*4 + 8192/32*16 + 8*2*2*(2*512+128)},
+		{"bf16", "r1f0u8s2w4", 8192*4 + 4*8*1*512}, // 8-weight chunks: x without padding
+	} {
+		if got := mustFamily(t, tc.format).Launch(mustParse(t, tc.id), 64, 8192).SharedBytes; got != tc.want {
+			t.Errorf("%s %s smem %d, want %d", tc.format, tc.id, got, tc.want)
+		}
+	}
+	for format, want := range map[string][]int{"q4_0": {0, 1, 2}, "q8_0": {0, 1, 2}, "bf16": {0, 1, 2}, "q4_K": {0, 1, 2}, "affine4": {0, 1, 2}} {
+		if got := mustFamily(t, format).Stagings(); !slices.Equal(got, want) {
+			t.Errorf("%s Stagings() = %v, want %v", format, got, want)
+		}
 	}
 	for _, tc := range tests {
 		l := f.Launch(mustParse(t, tc.id), tc.rows, tc.cols)

@@ -144,6 +144,17 @@ func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 			add(p)
 		}
 	}
+	// The weight ring (s=2): several depths, rows per warp and row-group
+	// walks, with each activation path.
+	if slices.Contains(f.Stagings(), 2) {
+		for _, id := range []string{"r1f0u2s2w16g4", "r2f0u4s2w8g2", "r3f0u2s2w4", "r1f0u8s2w2g128", "r4f0u1s2w8"} {
+			for _, a := range f.Activations() {
+				p, _ := space.Parse(id)
+				p.A = a
+				add(p)
+			}
+		}
+	}
 	for _, id := range []string{"r8f0u4s1w16g2", "r2f3u8s1w2g4", "r3f0u2s0w4g8"} {
 		for _, a := range f.Activations() {
 			for _, l := range f.Layouts() {

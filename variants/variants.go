@@ -90,7 +90,7 @@ func PlaneRowBytes(f Format, cols int) ([]int, error) {
 
 // KnobsOf returns the family knob values f offers, for space.Enumerate.
 func KnobsOf(f Family) space.FamilyKnobs {
-	return space.FamilyKnobs{Layouts: f.Layouts(), Activations: f.Activations()}
+	return space.FamilyKnobs{Layouts: f.Layouts(), Activations: f.Activations(), Stagings: f.Stagings()}
 }
 
 // Launch is the launch geometry of one variant for one shape.
@@ -108,6 +108,9 @@ type Family interface {
 	// Activations lists the values of knob a the family offers (0 = f32
 	// activations; 1 = int8 activations with dp4a, class Tolerance).
 	Activations() []int
+	// Stagings lists the values of knob s the family implements (0, 1, and
+	// 2 where it copies weights through a shared-memory ring).
+	Stagings() []int
 	// Repack converts raw bytes to the given layout (0 returns raw as is).
 	// Repacked layouts keep the same number of bytes.
 	Repack(raw []byte, rows, cols, layout int) ([]byte, error)

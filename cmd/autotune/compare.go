@@ -124,8 +124,10 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 			worst = max(worst, gap)
 			if abs(db.Winner.MedianUS-da.Winner.MedianUS) < max(da.Winner.HiUS-da.Winner.LoUS, db.Winner.HiUS-db.Winner.LoUS) {
 				verdict = fmt.Sprintf("equivalent: %+.1f %% (spread %.1f %%)", 100*gap, 100*spread)
+			} else if gap < 0 {
+				verdict = fmt.Sprintf("%.1f %% faster", -100*gap)
 			} else {
-				verdict = fmt.Sprintf("%+.1f %% slower", 100*gap)
+				verdict = fmt.Sprintf("%.1f %% slower", 100*gap)
 			}
 		}
 		if da.SourceHash != db.SourceHash && !seen[da.Format] {

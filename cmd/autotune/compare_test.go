@@ -21,11 +21,13 @@ func TestCompare(t *testing.T) {
 		{Arch: "sm_90", Job: job("q4_0"), Winner: cand("r2f0u1s0w8", 10, 9.9, 10.1)},
 		{Arch: "sm_90", Job: job("q8_0"), Winner: cand("r2f0u1s0w8", 10, 9.9, 10.1), Candidates: []tuner.Candidate{cand("r4f0u1s0w8", 11, 10.9, 11.1)}},
 		{Arch: "sm_90", Job: job("bf16"), Winner: cand("r1f0u2s0w8", 10, 9.8, 10.2)},
+		{Arch: "sm_90", Job: job("q4_K"), Winner: cand("r1f0u1s1w8", 10, 9.9, 10.1)},
 	}
 	b := []tuner.Decision{
 		{Arch: "sm_90", Job: job("q4_0"), Winner: cand("r2f0u1s0w8", 10.05, 9.9, 10.1)},
 		{Arch: "sm_90", Job: job("q8_0"), Winner: cand("r4f0u1s0w8", 10.5, 10.4, 10.6)},
 		{Arch: "sm_90", Job: job("bf16"), Winner: cand("r1f0u4s0w8", 10.1, 9.9, 10.3)},
+		{Arch: "sm_90", Job: job("q4_K"), Winner: cand("r1f0u2s2w8", 8.5, 8.4, 8.6)}, // not timed in A
 	}
 	dir := t.TempDir()
 	write := func(name string, ds []tuner.Decision) string {
@@ -51,7 +53,7 @@ func TestCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"same", "+10.0 % slower", "equivalent", "3 jobs in both runs", "at most 10.0 %"} {
+	for _, want := range []string{"same", "10.0 % slower", "15.0 % faster", "equivalent", "4 jobs in both runs", "at most 10.0 %"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}

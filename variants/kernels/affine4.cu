@@ -54,6 +54,25 @@ __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
     gemv_pf(r.b + (size_t)(c >> 1) * 2);
 }
 
+#if GEMV_S == 2
+// s=2: the 16 nibble bytes, and the 4-byte words holding the group's scale
+// and bias (groups 2m and 2m+1 share one: the gate asks cols to be a
+// multiple of 128, so the word stays inside the row), through the
+// shared-memory ring (prelude.cu); a dead row lands zeros.
+__device__ __forceinline__ void chunk_issue(u32 s16, u32 s4, const RowPtr& r, int c, bool live) {
+    gemv_cp16(s16, r.q + (size_t)c * 16, live);
+    gemv_cp4(s4, r.s + (size_t)(c >> 2) * 4, live);
+    gemv_cp4(s4 + 128, r.b + (size_t)(c >> 2) * 4, live);
+}
+
+__device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) {
+    const u32 sh = (u32)((c >> 1) & 1) * 16u;  // group c/2: low or high half of the word
+    ch.q = gemv_lds128(s16);
+    ch.s = (gemv_lds32(s4) >> sh) & 0xFFFFu;
+    ch.b = (gemv_lds32(s4 + 128) >> sh) & 0xFFFFu;
+}
+#endif
+
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {
     ch.q = make_uint4(0, 0, 0, 0);
     ch.s = 0;

@@ -27,6 +27,16 @@ __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) { gemv_pf
 
 __device__ __forceinline__ void chunk_zero(Chunk& ch) { ch.q = make_uint4(0, 0, 0, 0); }
 
+#if GEMV_S == 2
+// s=2: the chunk's 16 bytes through the shared-memory ring (prelude.cu); a
+// dead row lands zeros.
+__device__ __forceinline__ void chunk_issue(u32 s16, u32 s4, const RowPtr& r, int c, bool live) {
+    gemv_cp16(s16, r.p + (size_t)c * 16, live);
+}
+
+__device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) { ch.q = gemv_lds128(s16); }
+#endif
+
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
     const float4 xa = gemv_x4(x, c, 0);
     const float4 xb = gemv_x4(x, c, 1);

@@ -272,6 +272,58 @@ __device__ __forceinline__ void gemv_pdl_wait() {
 #endif
 }
 
+#if GEMV_S == 2
+// s=2: weights travel through a ring in shared memory, copied with
+// cp.async (sm_80+), so the chunks in flight hold no registers. Shared
+// addresses are 32-bit (the .shared window). gemv_cp16/gemv_cp4 copy 16 or
+// 4 bytes, or write zeros when ok is false (src-size 0: nothing is read).
+// The .ca form keeps the lines in L1: q4_K's parts share sectors.
+__device__ __forceinline__ u32 gemv_smem_addr(const void* p) {
+    u32 a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+__device__ __forceinline__ void gemv_cp16(u32 dst, const void* src, bool ok) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void gemv_cp4(u32 dst, const void* src, bool ok) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" :: "r"(dst), "l"(src), "r"(ok ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void gemv_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void gemv_cp_wait() {
+    asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ uint4 gemv_lds128(u32 a) {
+    uint4 v;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(a) : "memory");
+    return v;
+}
+__device__ __forceinline__ u32 gemv_lds32(u32 a) {
+    u32 v;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
+    return v;
+}
+
+// Bytes of staged x before the ring (variants.family.Launch counts the
+// same): int8 x with a=1, f32 x with its padding otherwise.
+__device__ __forceinline__ u32 gemv_stage_bytes(int cols) {
+#if GEMV_A
+    return (u32)(cols / GEMV_CHUNK) * (GEMV_XQ_CHUNK_STRIDE * 16);
+#else
+    return (u32)(cols / GEMV_CHUNK) * (GEMV_XS_STRIDE * 16);
+#endif
+}
+
+// One warp's ring: GEMV_U slots of GEMV_R rows; a chunk's 16-byte parts
+// first (part j of slot k, row i at ((k*R + i)*P16 + j)*512 + 16*lane),
+// then its 4-byte parts (at ((k*R + i)*P4 + j)*128 + 4*lane): each part a
+// lane-contiguous run, so the lanes' reads are conflict-free.
+#define GEMV_RING_P16_BYTES (GEMV_U * GEMV_R * GEMV_P16 * 512)
+#define GEMV_RING_WARP_BYTES (GEMV_RING_P16_BYTES + GEMV_U * GEMV_R * GEMV_P4 * 128)
+#define GEMV_SLOT16(k, i) (ring + ((k) * GEMV_R + (i)) * (GEMV_P16 * 512) + 16 * lane)
+#define GEMV_SLOT4(k, i) (ring + GEMV_RING_P16_BYTES + ((k) * GEMV_R + (i)) * (GEMV_P4 * 128) + 4 * lane)
+#endif
+
 // The fixed lane reduction: xor butterfly 16, 8, 4, 2, 1.
 __device__ __forceinline__ float gemv_warp_sum(float v) {
 #pragma unroll
@@ -337,6 +389,92 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
         live[i] = (r0) + i < rows;                                                      \
         rp[i] = row_ptr(W, g, (size_t)(live[i] ? (r0) + i : 0));                        \
     }
+#if GEMV_S == 2
+// s=2: the same pipeline as the single-body form below, with the batch in
+// the shared-memory ring instead of registers. Each slot refill is one
+// cp.async group (empty when there is nothing to refill), so before slot k
+// is read, waiting until at most GEMV_U - 1 groups are pending means its
+// own has landed; a lane reads only what it copied itself, so no barrier.
+// The slot is read (chunk_land) and consumed before its refill is issued,
+// so the refill cannot overwrite it early. The K tail loads directly.
+#define GEMV_ISSUE_SLOT(k, c)                                                           \
+    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++)                                  \
+        chunk_issue(GEMV_SLOT16(k, i), GEMV_SLOT4(k, i), rp[i], (c), live[i]);
+#define GEMV_DEFINE_KERNEL                                                              \
+extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,        \
+        const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {       \
+    const int lane = threadIdx.x & 31;                                                  \
+    const int warp = threadIdx.x >> 5;                                                  \
+    const Geo g = gemv_geo(rows, cols);                                                 \
+    const int nch = cols / GEMV_CHUNK;                                                  \
+    const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
+    const bool batched = lane + 32 * (GEMV_U - 1) < nch;                                \
+    int grp = blockIdx.x;                                                               \
+    int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
+    bool live[GEMV_R];                                                                  \
+    RowPtr rp[GEMV_R];                                                                  \
+    GEMV_ROWS_AT(row0)                                                                  \
+    gemv_pdl_release();                                                                 \
+    gemv_pdl_wait();                                                                    \
+    const u32 ring = gemv_smem_addr(gemv_xs) + gemv_stage_bytes(cols) + (u32)warp * GEMV_RING_WARP_BYTES; \
+    float4 xpre[GEMV_XPRE];                                                             \
+    gemv_stage_begin(x, cols, xpre);                                                    \
+    if (batched) {                                                                      \
+        _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                            \
+            GEMV_ISSUE_SLOT(k, lane + 32 * k)                                           \
+            gemv_cp_commit();                                                           \
+        }                                                                               \
+    }                                                                                   \
+    gemv_stage_end(x, cols, xpre);                                                      \
+    while (row0 < rows) {                                                               \
+        float acc[GEMV_R];                                                              \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) acc[i] = 0.0f;               \
+        int next0 = rows;                                                               \
+        if (GEMV_LOOP) {                                                                \
+            grp += gridDim.x;                                                           \
+            if (grp < ngroups) next0 = (grp * GEMV_W + warp) * GEMV_R;                  \
+        }                                                                               \
+        int c = lane;                                                                   \
+        bool more = batched;                                                            \
+        _Pragma("unroll 1") while (more) {                                              \
+            more = c + 32 * (2 * GEMV_U - 1) < nch;                                     \
+            if (!more) { GEMV_ROWS_AT(next0) }                                          \
+            const int nc = more ? c + 32 * GEMV_U : lane;                               \
+            const bool refill = more || next0 < rows;                                   \
+            _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                        \
+                gemv_cp_wait<GEMV_U - 1>();                                             \
+                Chunk t[GEMV_R];                                                        \
+                _Pragma("unroll") for (int i = 0; i < GEMV_R; i++)                      \
+                    chunk_land(t[i], GEMV_SLOT16(k, i), GEMV_SLOT4(k, i), c + 32 * k);  \
+                chunk_consume(acc, t, x, c + 32 * k);                                   \
+                if (refill) { GEMV_ISSUE_SLOT(k, nc + 32 * k) }                         \
+                gemv_cp_commit();                                                       \
+            }                                                                           \
+            c += 32 * GEMV_U;                                                           \
+        }                                                                               \
+        if (c < nch) {                                                                  \
+            bool tlive[GEMV_R];                                                         \
+            RowPtr trp[GEMV_R];                                                         \
+            _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                        \
+                tlive[i] = row0 + i < rows;                                             \
+                trp[i] = row_ptr(W, g, (size_t)(tlive[i] ? row0 + i : 0));              \
+            }                                                                           \
+            _Pragma("unroll 1") for (; c < nch; c += 32) {                              \
+                Chunk t[GEMV_R];                                                        \
+                GEMV_LOAD_SLOT(t, trp, tlive, c)                                        \
+                chunk_consume(acc, t, x, c);                                            \
+            }                                                                           \
+        }                                                                               \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
+            const float v = gemv_warp_sum(acc[i]);                                      \
+            if (lane == 0 && row0 + i < rows) y[row0 + i] = v;                          \
+        }                                                                               \
+        if (!batched) { GEMV_ROWS_AT(next0) }                                           \
+        row0 = next0;                                                                   \
+    }                                                                                   \
+    gemv_cp_wait<0>();                                                                  \
+}
+#else
 #define GEMV_DEFINE_KERNEL                                                              \
 extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,        \
         const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {       \
@@ -438,3 +576,4 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
         row0 = next0;                                                                   \
     }                                                                                   \
 }
+#endif

@@ -94,6 +94,22 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d
     q[0] = ch.q.x; q[1] = ch.q.y; q[2] = ch.q.z; q[3] = ch.q.w;
     d = gemv_h2f(ch.h);
 }
+
+#if GEMV_S == 2
+// s=2 (l=1 only): the 16 quant bytes and the 4-byte scale word of blocks
+// 2m and 2m+1 (the gate asks cols to be a multiple of 64, so the word stays
+// inside the row) through the shared-memory ring (prelude.cu); a dead row
+// lands zeros.
+__device__ __forceinline__ void chunk_issue(u32 s16, u32 s4, const RowPtr& r, int c, bool live) {
+    gemv_cp16(s16, r.q + (size_t)c * 16, live);
+    gemv_cp4(s4, r.s + (size_t)(c >> 1) * 4, live);
+}
+
+__device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) {
+    ch.q = gemv_lds128(s16);
+    ch.h = (gemv_lds32(s4) >> ((u32)(c & 1) * 16u)) & 0xFFFFu;
+}
+#endif
 #endif
 
 // (2^23 + nibble) - (2^23 + 8) = nibble - 8, exactly.

@@ -41,6 +41,24 @@ __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
     gemv_pf(sb + 16 + 32 * (c & 3));
 }
 
+#if GEMV_S == 2
+// s=2: the chunk's three 16-byte parts through the shared-memory ring
+// (prelude.cu); a dead row copies nothing and lands zeros.
+__device__ __forceinline__ void chunk_issue(u32 s16, u32 s4, const RowPtr& r, int c, bool live) {
+    const unsigned char* sb = r.p + (size_t)(c >> 2) * 144;
+    const unsigned char* qs = sb + 16 + 32 * (c & 3);
+    gemv_cp16(s16, sb, live);
+    gemv_cp16(s16 + 512, qs, live);
+    gemv_cp16(s16 + 1024, qs + 16, live);
+}
+
+__device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) {
+    ch.h = gemv_lds128(s16);
+    ch.a = gemv_lds128(s16 + 512);
+    ch.b = gemv_lds128(s16 + 1024);
+}
+#endif
+
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {
     ch.h = make_uint4(0, 0, 0, 0);
     ch.a = make_uint4(0, 0, 0, 0);

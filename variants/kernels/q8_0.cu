@@ -108,6 +108,34 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[8], float& d
     q[4] = ch.b.x; q[5] = ch.b.y; q[6] = ch.b.z; q[7] = ch.b.w;
     d = gemv_h2f(ch.h);
 }
+
+#if GEMV_S == 2
+// s=2 (l=1 or 2): the two 16-byte halves of the quants and the 4-byte word
+// holding the scales of blocks 2m and 2m+1 (l=1: the gate asks cols to be a
+// multiple of 64, so it stays inside the row; l=2: inside the tile's 16
+// bytes of scales) through the shared-memory ring (prelude.cu); a dead row
+// lands zeros.
+__device__ __forceinline__ void chunk_issue(u32 s16, u32 s4, const RowPtr& r, int c, bool live) {
+#if GEMV_L == 1
+    const unsigned char* p = r.q + (size_t)c * 32;
+    gemv_cp16(s16, p, live);
+    gemv_cp16(s16 + 512, p + 16, live);
+    gemv_cp4(s4, r.s + (size_t)(c >> 1) * 4, live);
+#else
+    const unsigned char* t = r.q + (size_t)(c >> 3) * 272;
+    const int pos = c & 7;
+    gemv_cp16(s16, t + 16 + pos * 32, live);
+    gemv_cp16(s16 + 512, t + 32 + pos * 32, live);
+    gemv_cp4(s4, t + (pos >> 1) * 4, live);
+#endif
+}
+
+__device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) {
+    ch.a = gemv_lds128(s16);
+    ch.b = gemv_lds128(s16 + 512);
+    ch.h = (gemv_lds32(s4) >> ((u32)(c & 1) * 16u)) & 0xFFFFu;  // l=2: pos & 1 = c & 1
+}
+#endif
 #endif
 
 // Bytes flipped by 0x80 hold q+128; (2^23 + q + 128) - (2^23 + 128) = q exactly.
