@@ -51,7 +51,7 @@ type Choice struct {
 	// and start-up overlap the kernel before it; launched plainly it runs
 	// as any kernel. Whether that pays differs per variant and shape:
 	// `autotune bench` prints the time in a chain of PDL launches (PDL µs)
-	// and the cache record holds the winner's (pdl_us).
+	// and Evidence.PDLUS holds the winner's (the record's pdl_us).
 	PDL bool
 	// Evidence holds the measurement behind a tuned or nearest choice; nil
 	// otherwise. Lookups share it: do not modify it.
@@ -60,11 +60,16 @@ type Choice struct {
 
 // Evidence is the measurement a tuned or nearest choice rests on.
 type Evidence struct {
-	MedianUS   float64   // winner's median time per launch on the tuned shape
-	GBs        float64   // effective GB/s
-	PctCeiling float64   // % of the measured read ceiling
-	Speedup    float64   // over stock (1 when stock was kept)
-	P          float64   // Mann–Whitney U p-value vs stock
+	MedianUS   float64 // winner's median time per launch on the tuned shape
+	GBs        float64 // effective GB/s
+	PctCeiling float64 // % of the measured read ceiling
+	Speedup    float64 // over stock (1 when stock was kept)
+	P          float64 // Mann–Whitney U p-value vs stock
+	// PDLUS is the winner's µs per launch in a chain of its own launches
+	// with programmatic dependent launch (Choice.PDL), 0 when not measured
+	// (older records, below sm_90, exact alternatives). Launching that way
+	// paid on the H200 where it was below MedianUS, and not elsewhere.
+	PDLUS      float64
 	GPUName    string    // GPU it was measured on
 	Time       time.Time // when
 	TunedShape string    // the shape measured, e.g. "4096x14336"

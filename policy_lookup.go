@@ -325,7 +325,7 @@ func (p *Policy) fromSummary(g *group, s *cache.Summary, source, reason string) 
 		ID: id, Params: s.Params, Class: s.Class, Source: source, Reason: reason,
 		Layout: s.Params.L, Cubin: p.groupCubin(g, s.Params),
 		Evidence: &Evidence{MedianUS: s.MedianUS, GBs: s.GBs, PctCeiling: s.PctCeiling, Speedup: s.Speedup,
-			P: s.P, GPUName: s.GPUName, Time: s.Time, TunedShape: s.Shape().String()},
+			P: s.P, PDLUS: s.PDLUS, GPUName: s.GPUName, Time: s.Time, TunedShape: s.Shape().String()},
 	}
 }
 

@@ -328,3 +328,29 @@ func TestLookupPDL(t *testing.T) {
 		}
 	}
 }
+
+// TestLookupPDLEvidence: the winner's PDL-chain time travels from the
+// record (pdl_us) to Evidence.PDLUS, for tuned and nearest choices, and is
+// 0 for a record without it.
+func TestLookupPDLEvidence(t *testing.T) {
+	with := rec(t, "sm_90", "q4_K", 4096, 4096, "r2f0u1s2w16a1", "tolerance")
+	with.PDLUS = 4.62
+	without := rec(t, "sm_90", "q4_K", 4096, 14336, "r2f0u2s2w16a1", "tolerance")
+	p, err := gemvtune.Open(&gemvtune.Options{CachePath: writeCache(t, with, without), LookupEnv: env(nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		rows, cols int
+		source     string
+		pdl        float64
+	}{{4096, 4096, gemvtune.SourceTuned, 4.62}, {4000, 4096, gemvtune.SourceNearest, 4.62}, {4096, 14336, gemvtune.SourceTuned, 0}} {
+		c, err := p.Lookup("sm_90", "q4_K", tc.rows, tc.cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Source != tc.source || c.Evidence == nil || c.Evidence.PDLUS != tc.pdl || !c.PDL {
+			t.Errorf("%dx%d: source %s, PDL %v, evidence %+v; want %s with PDLUS %v", tc.rows, tc.cols, c.Source, c.PDL, c.Evidence, tc.source, tc.pdl)
+		}
+	}
+}

@@ -31,6 +31,7 @@ type rawSummary struct {
 	SourceHash   []byte
 	ToolVersion  []byte
 	CubinHash    []byte
+	PDLUS        float64
 	Exact        rawExact
 }
 
@@ -73,7 +74,7 @@ func (s *rawSummary) summary(intern func([]byte) string) Summary {
 		Key: s.Key(), Schema: s.Schema, Params: s.Params, Class: s.Class, Decision: string(s.Decision),
 		MedianUS: s.MedianUS, GBs: s.GBs, PctCeiling: s.PctCeiling, Speedup: s.Speedup, P: s.P,
 		Throttled: s.Throttled, Time: s.Time, GPUName: intern(s.GPUName), SourceHash: intern(s.SourceHash),
-		ToolVersion: intern(s.ToolVersion), CubinHash: intern(s.CubinHash), Exact: s.Exact.summary(),
+		ToolVersion: intern(s.ToolVersion), CubinHash: intern(s.CubinHash), PDLUS: s.PDLUS, Exact: s.Exact.summary(),
 	}
 }
 
@@ -84,6 +85,7 @@ func (s *rawSummary) setSummary(sum Summary) {
 		Class: sum.Class, Throttled: sum.Throttled, MedianUS: sum.MedianUS, GBs: sum.GBs, PctCeiling: sum.PctCeiling,
 		Speedup: sum.Speedup, P: sum.P, Time: sum.Time, Decision: []byte(sum.Decision), GPUName: []byte(sum.GPUName),
 		SourceHash: []byte(sum.SourceHash), ToolVersion: []byte(sum.ToolVersion), CubinHash: []byte(sum.CubinHash),
+		PDLUS: sum.PDLUS,
 	}
 	s.Exact.set(sum.Exact)
 }
@@ -145,6 +147,7 @@ func decodeRaw(b []byte, s *rawSummary) error {
 		return decodeRawChecked(b, s)
 	}
 	s.Exact.Present = false
+	s.PDLUS = 0
 	return nil
 }
 
@@ -200,11 +203,12 @@ func paramsOK(p *space.Params) bool {
 func decodeRawChecked(b []byte, s *rawSummary) error {
 	d := decoder{b: b}
 	v := d.u8()
-	if v != summaryVersion && v != summaryVersion2 && v != summaryVersion3 && v != summaryVersion4 {
+	if v != summaryVersion && v != summaryVersion2 && v != summaryVersion3 && v != summaryVersion4 && v != summaryVersion5 {
 		return fmt.Errorf("%w: summary version %d", ErrBadRecord, v)
 	}
+	wide := v == summaryVersion4 || v == summaryVersion5 // version 4's layout
 	s.Schema = int(d.u16())
-	if v == summaryVersion4 {
+	if wide {
 		s.Params = d.params8()
 	} else {
 		s.Params = space.Params{R: int(d.u16()), F: int(d.u16()), U: int(d.u16()), S: int(d.u16()), W: int(d.u16()), L: int(d.u16())}
@@ -234,7 +238,7 @@ func decodeRawChecked(b []byte, s *rawSummary) error {
 	s.CubinHash = d.bytes(int(d.u16()))
 	s.Exact = rawExact{}
 	hasExact := v == summaryVersion3
-	if v == summaryVersion4 {
+	if wide {
 		switch xp := d.u8(); {
 		case xp == 1:
 			hasExact = true
@@ -245,7 +249,7 @@ func decodeRawChecked(b []byte, s *rawSummary) error {
 	if hasExact {
 		x := &s.Exact
 		x.Present = true
-		if v == summaryVersion4 {
+		if wide {
 			x.Params = d.params8()
 		} else {
 			x.Params = space.Params{R: int(d.u16()), F: int(d.u16()), U: int(d.u16()), S: int(d.u16()), W: int(d.u16()),
@@ -263,6 +267,13 @@ func decodeRawChecked(b []byte, s *rawSummary) error {
 		x.P = math.Float64frombits(d.u64())
 		x.Decision = d.bytes(int(d.u16()))
 		x.CubinHash = d.bytes(int(d.u16()))
+	}
+	s.PDLUS = 0
+	if v == summaryVersion5 {
+		s.PDLUS = math.Float64frombits(d.u64())
+		if (s.PDLUS < 0 || math.IsNaN(s.PDLUS) || math.IsInf(s.PDLUS, 0)) && d.err == nil {
+			return fmt.Errorf("%w: pdl_us %v", ErrBadRecord, s.PDLUS)
+		}
 	}
 	if d.err != nil {
 		return fmt.Errorf("%w: %w", ErrBadRecord, d.err)

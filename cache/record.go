@@ -199,7 +199,7 @@ func (r Record) Validate() error {
 	if r.Class != ClassExact && r.Class != ClassTolerance {
 		return fmt.Errorf("%w %s: class %q: want exact or tolerance", ErrBadRecord, r.Key, r.Class)
 	}
-	for name, v := range map[string]float64{"median_us": r.MedianUS, "gbs": r.GBs, "speedup": r.Speedup, "p": r.P, "pct_ceiling": r.PctCeiling} {
+	for name, v := range map[string]float64{"median_us": r.MedianUS, "gbs": r.GBs, "speedup": r.Speedup, "p": r.P, "pct_ceiling": r.PctCeiling, "pdl_us": r.PDLUS} {
 		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
 			return fmt.Errorf("%w %s: %s = %v", ErrBadRecord, r.Key, name, v)
 		}

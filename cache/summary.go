@@ -29,6 +29,9 @@ type Summary struct {
 	SourceHash  string
 	ToolVersion string
 	CubinHash   string
+	// PDLUS is the winner's µs per launch in a chain of programmatic
+	// dependent launches (Record.PDLUS); 0 when not measured.
+	PDLUS float64
 	// Exact is the record's exact alternative (Record.Exact); its Present
 	// is false when there is none.
 	Exact ExactSummary
@@ -55,7 +58,7 @@ func (r Record) Summary() Summary {
 	return Summary{
 		Key: r.Key, Schema: r.Schema, Params: r.Params, Class: r.Class, Decision: r.Decision,
 		MedianUS: r.MedianUS, GBs: r.GBs, PctCeiling: r.PctCeiling, Speedup: r.Speedup, P: r.P,
-		Throttled: r.Throttled, Time: r.Time, GPUName: r.GPUName, SourceHash: r.SourceHash,
+		Throttled: r.Throttled, Time: r.Time, GPUName: r.GPUName, SourceHash: r.SourceHash, PDLUS: r.PDLUS,
 		ToolVersion: r.ToolVersion, CubinHash: r.CubinHash, Exact: r.Exact.summary(),
 	}
 }
@@ -95,11 +98,15 @@ func (s Summary) Stale(currentSourceHash, toolVersion string) (stale bool, why s
 // W, G, L, A, then version 1's flags, figures, time and strings, then u8 1
 // if an exact alternative follows (else 0) and the alternative as in
 // version 3 but with the same eight knobs.
+//
+// Version 5 (written only when the winner's PDL-chain time, PDLUS, is not
+// 0) is version 4 followed by that time as one f64.
 const (
 	summaryVersion  = 1
 	summaryVersion2 = 2
 	summaryVersion3 = 3
 	summaryVersion4 = 4
+	summaryVersion5 = 5
 )
 
 var errShortSummary = errors.New("summary truncated")
@@ -109,8 +116,12 @@ func encodeSummary(s Summary) []byte {
 	b := make([]byte, 0, 128+len(s.Exact.Decision)+len(s.Exact.CubinHash)+len(s.Decision)+len(s.GPUName)+len(s.SourceHash)+len(s.ToolVersion)+len(s.CubinHash))
 	p := &s.Params
 	knobs := []int{p.R, p.F, p.U, p.S, p.W, p.L}
-	v4 := p.G != 0 || s.Exact.Present && s.Exact.Params.G != 0
+	v5 := s.PDLUS != 0
+	v4 := v5 || p.G != 0 || s.Exact.Present && s.Exact.Params.G != 0 // version 4's layout
 	switch {
+	case v5:
+		b = append(b, summaryVersion5)
+		knobs = []int{p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A}
 	case v4:
 		b = append(b, summaryVersion4)
 		knobs = []int{p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A}
@@ -169,6 +180,9 @@ func encodeSummary(s Summary) []byte {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 		}
 		b = appendStrings(b, x.Decision, x.CubinHash)
+	}
+	if v5 {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.PDLUS))
 	}
 	return b
 }

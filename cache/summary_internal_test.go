@@ -3,6 +3,7 @@ package cache
 import (
 	"encoding/hex"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -272,4 +273,47 @@ func checkSummaryRoundTrip(t *testing.T, name string, s Summary, version byte) [
 		}
 	}
 	return b
+}
+
+// TestSummaryPDL: a winner's PDL-chain time makes a version 5 summary (the
+// version 4 layout plus the time), with or without G and an alternative;
+// without it the versions stay as they were, and a negative or NaN time is
+// refused.
+func TestSummaryPDL(t *testing.T) {
+	base := Summary{Schema: 1, Params: space.Params{R: 2, U: 2, S: 2, W: 16, L: 1, A: 1}, Class: ClassTolerance, Decision: "ring: +30 %",
+		MedianUS: 5, GBs: 1900, PctCeiling: 43, Speedup: 3.9, P: 1e-12, GPUName: "NVIDIA H200", SourceHash: "abc", ToolVersion: "0.1.0", CubinHash: "ff"}
+	alt := ExactSummary{Present: true, Params: space.Params{R: 4, U: 2, S: 2, W: 8, G: 2, L: 1}, Decision: "r4f0u2s2w8g2l1: +24 %",
+		MedianUS: 6.1, GBs: 1600, PctCeiling: 36, Speedup: 3.2, P: 1e-11, CubinHash: "ee"}
+	tests := []struct {
+		name    string
+		pdl     float64
+		g       int
+		exact   ExactSummary
+		version byte
+	}{
+		{"pdl", 4.6, 0, ExactSummary{}, summaryVersion5},
+		{"pdl, g, alternative", 4.6, 4, alt, summaryVersion5},
+		{"pdl, alternative without g", 7.25, 0, ExactSummary{Present: true, Params: space.Stock, Kept: true, Decision: "kept v1", Speedup: 1, P: 1}, summaryVersion5},
+		{"no pdl", 0, 0, ExactSummary{}, summaryVersion2},
+		{"no pdl, g", 0, 4, alt, summaryVersion4},
+	}
+	for _, tt := range tests {
+		s := base
+		s.PDLUS, s.Params.G, s.Exact = tt.pdl, tt.g, tt.exact
+		b := checkSummaryRoundTrip(t, tt.name, s, tt.version)
+		var raw rawSummary // reused: a version 1 summary after it must not keep the time
+		if decodeRaw(b, &raw) != nil || raw.PDLUS != tt.pdl || decodeRaw(encodeSummary(Summary{Schema: 1, Params: space.Stock, Class: ClassExact}), &raw) != nil || raw.PDLUS != 0 {
+			t.Errorf("%s: a reused rawSummary kept the PDL time: %+v", tt.name, raw)
+		}
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		s := base
+		s.PDLUS = bad
+		if _, err := decodeSummary(encodeSummary(s), nil); !errors.Is(err, ErrBadRecord) {
+			t.Errorf("pdl_us %v decoded: %v", bad, err)
+		}
+	}
+	if r := (Record{PDLUS: 4.6}); r.Summary().PDLUS != 4.6 {
+		t.Error("Record.Summary drops PDLUS")
+	}
 }

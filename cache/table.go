@@ -47,7 +47,15 @@ import (
 //
 // A version 4 index has some G that is not 0.
 //
-// Writers write version 4 when some summary (or its exact alternative) has
+// Version 5 stores the winners' PDL-chain times (Summary.PDLUS): version
+// 4's sections (its G columns may then be all 0), then
+//
+//	n × f64: PDLUS of each record, in record order (0: not measured)
+//
+// A version 5 index has some PDLUS that is not 0.
+//
+// Writers write version 5 when some summary has a PDL-chain time, else
+// version 4 when some summary (or its exact alternative) has
 // G != 0, else version 3 when some summary has an exact alternative, else
 // version 2 (so that older readers still read what they can: a version
 // 2 or 3 index is byte for byte what the release before knob G wrote),
@@ -58,6 +66,7 @@ const (
 	indexVersion2 = 2
 	indexVersion3 = 3
 	indexVersion4 = 4
+	indexVersion5 = 5
 )
 
 // A record of a Table: string fields are indexes into Table.strs.
@@ -126,6 +135,7 @@ type Table struct {
 	nalt   int
 	recG   []byte    // n bytes: knob G of each record; nil: every G is 0
 	altG   []byte    // nalt bytes: knob G of each alternative; nil with recG
+	recPDL []float64 // n: PDLUS of each record; nil: every one is 0
 	side   []Summary // summaries that do not fit a record (in memory only)
 	bad    []BadEntry
 	cubins map[string]CubinRef // where each cubin a record names lies in the file
@@ -254,12 +264,12 @@ func checkIndex(b []byte) (n int, ok bool) {
 	return n, len(d.b) == 0
 }
 
-// parseTable reads a version 2, 3 or 4 index; false if b is not one or
+// parseTable reads a version 2, 3, 4 or 5 index; false if b is not one or
 // does not check out (then the index is read as version 1 or rebuilt).
 func parseTable(b []byte) (*Table, bool) {
 	d := decoder{b: b}
 	v := d.u8()
-	if v != indexVersion2 && v != indexVersion3 && v != indexVersion4 {
+	if v != indexVersion2 && v != indexVersion3 && v != indexVersion4 && v != indexVersion5 {
 		return nil, false
 	}
 	n := int(d.u32())
@@ -281,12 +291,16 @@ func parseTable(b []byte) (*Table, bool) {
 		}
 		alts = d.bytes(t.nalt * tableAltSize)
 	}
-	if v == indexVersion4 {
+	if v >= indexVersion4 {
 		recG = d.bytes(n)
 		altG = d.bytes(t.nalt)
-		if d.err != nil || !slices.ContainsFunc(recG, nonZero) && !slices.ContainsFunc(altG, nonZero) {
+		if v == indexVersion4 && (d.err != nil || !slices.ContainsFunc(recG, nonZero) && !slices.ContainsFunc(altG, nonZero)) {
 			return nil, false // all G 0: a writer stores version 2 or 3
 		}
+	}
+	var pdl []byte
+	if v == indexVersion5 {
+		pdl = d.bytes(8 * n)
 	}
 	if d.err != nil || len(d.b) != 0 {
 		return nil, false
@@ -296,12 +310,26 @@ func parseTable(b []byte) (*Table, bool) {
 	if t.nalt > 0 {
 		t.alts = bytes.Clone(alts)
 	}
-	if v == indexVersion4 {
+	if v >= indexVersion4 && (slices.ContainsFunc(recG, nonZero) || slices.ContainsFunc(altG, nonZero)) {
 		// One allocation for both columns.
 		g := make([]byte, n+t.nalt)
 		copy(g, recG)
 		copy(g[n:], altG)
 		t.recG, t.altG = g[:n:n], g[n:]
+	}
+	if v == indexVersion5 {
+		t.recPDL = make([]float64, n)
+		some := false
+		for i := range t.recPDL {
+			f := math.Float64frombits(binary.LittleEndian.Uint64(pdl[8*i:]))
+			if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, false
+			}
+			t.recPDL[i], some = f, some || f != 0
+		}
+		if !some {
+			return nil, false // all 0: a writer stores version 4 or older
+		}
 	}
 	if !t.check() {
 		return nil, false
@@ -418,13 +446,15 @@ func (t *Table) encode() ([]byte, bool) {
 	if len(t.side) > 0 {
 		return nil, false
 	}
-	size := 1 + 4 + 2 + 4 + len(t.text) + len(t.recs) + 4 + len(t.alts) + len(t.recG) + len(t.altG)
+	size := 1 + 4 + 2 + 4 + len(t.text) + len(t.recs) + 4 + len(t.alts) + 2*(t.n+t.nalt) + 8*len(t.recPDL)
 	for _, s := range t.strs {
 		size += 2 + len(s)
 	}
 	b := make([]byte, 0, size)
 	v := byte(indexVersion2)
 	switch {
+	case t.recPDL != nil:
+		v = indexVersion5
 	case t.recG != nil:
 		v = indexVersion4
 	case t.nalt > 0:
@@ -444,9 +474,16 @@ func (t *Table) encode() ([]byte, bool) {
 		b = binary.LittleEndian.AppendUint32(b, uint32(t.nalt))
 		b = append(b, t.alts...)
 	}
-	if v == indexVersion4 {
-		b = append(b, t.recG...)
-		b = append(b, t.altG...)
+	if v >= indexVersion4 {
+		if t.recG != nil {
+			b = append(b, t.recG...)
+			b = append(b, t.altG...)
+		} else { // version 5 without G: the columns are all 0
+			b = append(b, make([]byte, t.n+t.nalt)...)
+		}
+	}
+	for _, f := range t.recPDL {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 	}
 	return b, true
 }
@@ -625,6 +662,9 @@ func (t *Table) Summary(i int) Summary {
 	if r[rFlags]&recExact != 0 {
 		s.Exact = t.exact(i)
 	}
+	if t.recPDL != nil {
+		s.PDLUS = t.recPDL[i]
+	}
 	return s
 }
 
@@ -638,9 +678,11 @@ func (t *Table) Cubin(hash string) (CubinRef, bool) {
 // tableBuilder makes a Table from summaries, one at a time.
 type tableBuilder struct {
 	t       *Table
-	recG    []byte // knob G of each record
-	altG    []byte // knob G of each alternative
-	hasG    bool   // some G is not 0
+	recG    []byte    // knob G of each record
+	altG    []byte    // knob G of each alternative
+	hasG    bool      // some G is not 0
+	recPDL  []float64 // PDLUS of each record
+	hasPDL  bool      // some PDLUS is not 0
 	ids     map[string]uint16
 	text    strings.Builder
 	decs    map[string]uint32 // decision → offset in text
@@ -756,8 +798,11 @@ func (b *tableBuilder) add(s *rawSummary) {
 		le.PutUint32(r[rDecOff:], uint32(len(t.side)))
 		t.side = append(t.side, s.summary(func(b []byte) string { return string(b) }))
 		b.recG = append(b.recG, 0) // unused: the side summary has it
+		b.recPDL = append(b.recPDL, 0)
 		return
 	}
+	b.recPDL = append(b.recPDL, s.PDLUS)
+	b.hasPDL = b.hasPDL || s.PDLUS != 0
 	b.recG = append(b.recG, byte(s.Params.G))
 	b.hasG = b.hasG || s.Params.G != 0
 	le.PutUint16(r[rSchema:], uint16(s.Schema))
@@ -843,6 +888,9 @@ func (b *tableBuilder) finish() *Table {
 		if b.t.altG == nil {
 			b.t.altG = []byte{}
 		}
+	}
+	if b.hasPDL {
+		b.t.recPDL = b.recPDL
 	}
 	return b.t
 }

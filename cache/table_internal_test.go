@@ -2,7 +2,9 @@ package cache
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -527,28 +529,9 @@ func TestKnobG(t *testing.T) {
 		{"no g", []Summary{sum(64, 0, ExactSummary{}), sum(128, 0, ExactSummary{})}, indexVersion2},
 	}
 	for _, tt := range tests {
-		tb := newTableBuilder(len(tt.sums))
-		for _, s := range tt.sums {
-			tb.addSummary(s)
-		}
-		b, ok := tb.finish().encode()
-		if !ok || b[0] != tt.version {
-			t.Fatalf("%s: encoded %v as version %d; want %d", tt.name, ok, b[0], tt.version)
-		}
-		tab, ok := parseTable(b)
-		if !ok {
-			t.Fatalf("%s: version %d does not parse", tt.name, b[0])
-		}
-		for i, want := range tt.sums {
-			if got := tab.Summary(i); got != want {
-				t.Errorf("%s: summary %d = %+v\nwant %+v", tt.name, i, got, want)
-			}
-		}
-		if again, ok := tab.encode(); !ok || !bytes.Equal(again, b) {
-			t.Errorf("%s: re-encode differs", tt.name)
-		}
+		b := tableRoundTrip(t, tt.name, tt.sums, tt.version)
 		// The same summaries with G = 0 give version 4 without its columns.
-		tb = newTableBuilder(len(tt.sums))
+		tb := newTableBuilder(len(tt.sums))
 		nalt := 0
 		for _, s := range tt.sums {
 			s.Params.G, s.Exact.Params.G = 0, 0
@@ -657,4 +640,98 @@ func TestKnobG(t *testing.T) {
 		}
 	}
 	check("G replaced by 0", indexVersion3, noG)
+}
+
+// TestTablePDL: the winners' PDL-chain times survive the table (version 5:
+// version 4's sections, its G columns all 0 when no G is set, then one f64
+// per record); a table without them is written as before; an index with
+// every time 0, or a negative one, is damage; and through a cache the time
+// of a Put record reaches ReadTable.
+func TestTablePDL(t *testing.T) {
+	sum := func(rows, g int, pdl float64, x ExactSummary) Summary {
+		p := space.Params{R: 2, U: 2, S: 2, W: 16, G: g, L: 1, A: 1}
+		return Summary{Key: Key{"sm_90", "q4_0", rows, 4096}, Schema: 1, Params: p, Class: ClassTolerance,
+			Decision: p.ID() + " won", MedianUS: 5, GBs: 1900, Speedup: 3.9, P: 1e-12, GPUName: "NVIDIA H200",
+			SourceHash: "abc", ToolVersion: ToolVersion, CubinHash: "ff", Time: time.Unix(100, 5).UTC(), PDLUS: pdl, Exact: x}
+	}
+	alt := ExactSummary{Present: true, Params: space.Params{R: 4, U: 2, S: 2, W: 8, G: 2, L: 1}, Decision: "alt: +24 %",
+		MedianUS: 6, GBs: 1600, Speedup: 3.2, P: 1e-11, CubinHash: "ee"}
+	tests := []struct {
+		name    string
+		sums    []Summary
+		version byte
+	}{
+		{"pdl only", []Summary{sum(64, 0, 4.6, ExactSummary{}), sum(128, 0, 0, ExactSummary{})}, indexVersion5},
+		{"pdl, g and an alternative", []Summary{sum(64, 8, 4.6, alt), sum(128, 0, 7.1, ExactSummary{})}, indexVersion5},
+		{"no pdl, g", []Summary{sum(64, 8, 0, alt)}, indexVersion4},
+		{"no pdl", []Summary{sum(64, 0, 0, ExactSummary{})}, indexVersion2},
+	}
+	for _, tt := range tests {
+		b := tableRoundTrip(t, tt.name, tt.sums, tt.version)
+		if tt.version != indexVersion5 {
+			continue
+		}
+		n := len(tt.sums)
+		z := bytes.Clone(b)
+		clear(z[len(z)-8*n:])
+		if _, ok := parseTable(z); ok {
+			t.Errorf("%s: version 5 with every time 0 parsed", tt.name)
+		}
+		z = bytes.Clone(b)
+		binary.LittleEndian.PutUint64(z[len(z)-8:], math.Float64bits(-1))
+		if _, ok := parseTable(z); ok {
+			t.Errorf("%s: version 5 with a negative time parsed", tt.name)
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "tune.db")
+	db, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := space.Params{R: 2, U: 2, S: 2, W: 16, A: 1}
+	r := Record{Key: Key{"sm_90", "q4_K", 4096, 4096}, WinnerID: p.ID(), Params: p, Class: ClassTolerance,
+		SourceHash: "x", GPUName: "g", MedianUS: 5.27, PDLUS: 4.62}
+	if err := db.Put(r, []byte("cubin")); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if v := rawIndex(t, path)[0]; v != indexVersion5 {
+		t.Errorf("through the cache: index version %d; want %d", v, indexVersion5)
+	}
+	tab, err := ReadTable(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Len() != 1 || tab.Summary(0).PDLUS != 4.62 {
+		t.Errorf("through the cache: %d summaries, PDLUS %v; want 4.62", tab.Len(), tab.Summary(0).PDLUS)
+	}
+}
+
+// tableRoundTrip builds a table of sums, checks that it encodes as version,
+// parses back to the same summaries and re-encodes to the same bytes, and
+// returns the encoding.
+func tableRoundTrip(t *testing.T, name string, sums []Summary, version byte) []byte {
+	t.Helper()
+	tb := newTableBuilder(len(sums))
+	for _, s := range sums {
+		tb.addSummary(s)
+	}
+	b, ok := tb.finish().encode()
+	if !ok || b[0] != version {
+		t.Fatalf("%s: encoded %v as version %d; want %d", name, ok, b[0], version)
+	}
+	tab, ok := parseTable(b)
+	if !ok {
+		t.Fatalf("%s: version %d does not parse", name, b[0])
+	}
+	for i, want := range sums {
+		if got := tab.Summary(i); got != want {
+			t.Errorf("%s: summary %d = %+v\nwant %+v", name, i, got, want)
+		}
+	}
+	if again, ok := tab.encode(); !ok || !bytes.Equal(again, b) {
+		t.Errorf("%s: re-encode differs", name)
+	}
+	return b
 }
