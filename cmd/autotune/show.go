@@ -143,15 +143,19 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 	for _, r := range recs {
 		if r.Arch != arch {
 			arch = r.Arch
-			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t\t\t\t\n", arch)
-			fmt.Fprintln(tw, "format\tshape\twinner\tclass\tµs\tGB/s\t% ceiling\t% of read\tspeedup\texact alternative\tGPU\tstale")
+			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t\t\t\t\t\n", arch)
+			fmt.Fprintln(tw, "format\tshape\twinner\tclass\tµs\tGB/s\t% ceiling\t% of read\tPDL µs\tspeedup\texact alternative\tGPU\tstale")
 		}
 		stale := "no"
 		if why := staleWhy(r); why != "" {
 			stale = "yes: " + why
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
-			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), r.Speedup, exactAlt(r), r.GPUName, stale)
+		pdl := "-"
+		if r.PDLUS > 0 {
+			pdl = fmt.Sprintf("%.2f", r.PDLUS)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
+			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), pdl, r.Speedup, exactAlt(r), r.GPUName, stale)
 	}
 	return tw.Flush()
 }

@@ -13,6 +13,7 @@ func TestShowCommand(t *testing.T) {
 	stale.SourceHash = "0000000000000000"
 	tuned := testRecord(t, "sm_90", "q4_0", 4096, 14336, "r2f3u1s0w8")
 	tuned.ReadUS = 17.2 // the same-bytes read: 17.2/21.5 = 80.0 % of it
+	tuned.PDLUS = 19.87 // in a chain of PDL launches
 	path := cacheWith(t, tuned, stale)
 	var out, errOut bytes.Buffer
 	if err := showMain([]string{"--cache", path}, &out, &errOut); err != nil {
@@ -24,7 +25,10 @@ func TestShowCommand(t *testing.T) {
 			t.Errorf("show output lacks %q:\n%s", want, s)
 		}
 	}
-	if !strings.Contains(s, "% of read") || strings.Count(s, " - ") < 2 { // the sm_80 record has no read: "-", and no exact alternative
+	if !strings.Contains(s, "PDL µs") || !strings.Contains(s, "19.87") {
+		t.Errorf("show output lacks the PDL µs column or its value:\n%s", s)
+	}
+	if !strings.Contains(s, "% of read") || strings.Count(s, " - ") < 3 { // the sm_80 record has no read and no PDL time: "-", and no exact alternative
 		t.Errorf("show output lacks the %% of read column or its '-' for a record without it:\n%s", s)
 	}
 	out.Reset()
