@@ -40,6 +40,7 @@ type lookupJSON struct {
 	Reason   string             `json:"reason"`
 	Layout   int                `json:"layout"`
 	Launch   *variants.Launch   `json:"launch,omitempty"` // grid, block, dynamic smem for the shape
+	PDL      bool               `json:"pdl"`              // the kernel supports programmatic dependent launch (Choice.PDL)
 	Cubin    bool               `json:"cubin_stored"`
 	Evidence *gemvtune.Evidence `json:"evidence,omitempty"`
 	Cache    string             `json:"cache"`
@@ -77,7 +78,7 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 		return usagef("lookup: %v", err)
 	}
 	out := lookupJSON{Arch: *arch, Format: *format, Shape: sh.String(), ID: c.ID, Params: c.Params, Class: c.Class,
-		Source: c.Source, Reason: c.Reason, Layout: c.Layout, Cubin: c.Cubin != nil, Evidence: c.Evidence, Cache: pol.CachePath}
+		Source: c.Source, Reason: c.Reason, Layout: c.Layout, PDL: c.PDL, Cubin: c.Cubin != nil, Evidence: c.Evidence, Cache: pol.CachePath}
 	if pol.CacheErr != nil {
 		out.CacheErr = pol.CacheErr.Error()
 	}
@@ -91,6 +92,14 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 		return enc.Encode(out)
 	}
 	return writeLookup(stdout, out)
+}
+
+// pdlVerdict says whether launching with PDL paid where it was measured.
+func pdlVerdict(pdlUS, us float64) string {
+	if pdlUS < us {
+		return fmt.Sprintf("%.1f %% faster than plain: launch it that way", 100*(1-pdlUS/us))
+	}
+	return fmt.Sprintf("%.1f %% slower than plain: launch it plainly", 100*(pdlUS/us-1))
 }
 
 func writeLookup(w io.Writer, o lookupJSON) error {
@@ -109,6 +118,13 @@ func writeLookup(w io.Writer, o lookupJSON) error {
 		fmt.Fprintf(&b, "  tuned   %s on %s, %s\n", e.TunedShape, e.GPUName, e.Time.Format(time.RFC3339))
 		fmt.Fprintf(&b, "  figures %.2f µs, %.0f GB/s (%.1f %% of ceiling), %.3f× over v1, p=%.3g\n",
 			e.MedianUS, e.GBs, e.PctCeiling, e.Speedup, e.P)
+	}
+	if o.PDL {
+		b.WriteString("  pdl     supported")
+		if e := o.Evidence; e != nil && e.PDLUS > 0 {
+			fmt.Fprintf(&b, "; %.2f µs per launch in a PDL chain (%s)", e.PDLUS, pdlVerdict(e.PDLUS, e.MedianUS))
+		}
+		b.WriteString("\n")
 	}
 	fmt.Fprintf(&b, "  cache   %s\n", o.Cache)
 	if o.CacheErr != "" {
