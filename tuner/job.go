@@ -198,8 +198,8 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 			d.Exact.Cubin = c.Cubin
 		}
 	}
-	measurePDL(s, &d, cands, len(opts.Only) > 0)
 	d.Candidates = cands
+	measurePDL(s, &d, len(opts.Only) > 0)
 	// The same-bytes read: a yardstick, so a failure leaves it out (0)
 	// rather than failing the job.
 	if v, err := s.measure([]string{readID}, readRounds); err == nil && len(v[readID]) > 0 {
@@ -219,23 +219,12 @@ const readRounds = 15
 // with programmatic dependent launch (Candidate.PDLUS): not a variant ID.
 const pdlPrefix = "pdl:"
 
-// fastest returns the ID of the fastest verified candidate measured in at
-// least n samples (the final stage), or "".
-func fastest(cands []Candidate, n int) string {
-	best, us := "", 0.0
-	for _, c := range cands {
-		if c.Status == StatusOK && c.MedianUS > 0 && len(c.Samples) >= n && (best == "" || c.MedianUS < us) {
-			best, us = c.ID, c.MedianUS
-		}
-	}
-	return best
-}
-
 // measurePDL times stock, the winners and the fastest candidate (all
-// verified candidates when every is set) in chains of their own PDL launches, on sm_90 and newer.
-// A yardstick like the same-bytes read: a failure (a driver without
-// cuLaunchKernelEx) leaves it out rather than failing the job.
-func measurePDL(s *session, d *Decision, cands []Candidate, every bool) {
+// verified candidates when every is set) of d.Candidates in chains of their
+// own PDL launches, on sm_90 and newer. A yardstick like the same-bytes
+// read: a failure (a driver without cuLaunchKernelEx) leaves it out rather
+// than failing the job.
+func measurePDL(s *session, d *Decision, every bool) {
 	if s.info.Arch.Major < 9 {
 		return
 	}
@@ -243,9 +232,8 @@ func measurePDL(s *session, d *Decision, cands []Candidate, every bool) {
 	if d.Exact != nil {
 		want[d.Exact.Winner.ID] = true
 	}
-	if f := fastest(cands, len(d.Stock.Samples)); f != "" {
-		want[f] = true // what autotune bench reports as the best
-	}
+	want[d.Fastest().ID] = true // what autotune bench reports as the best
+	cands := d.Candidates
 	var ids []string
 	for _, c := range cands {
 		if c.Status == StatusOK && (every || want[c.ID]) {

@@ -91,3 +91,27 @@ func TestDecideClasses(t *testing.T) {
 		})
 	}
 }
+
+// TestDecisionFastest: the fastest verified candidate of the final stage,
+// stock when none is faster; screened-out (fewer samples) and failed
+// candidates do not count.
+func TestDecisionFastest(t *testing.T) {
+	n := func(k int) []float64 { return make([]float64, k) }
+	stock := Candidate{ID: "v1", Status: StatusOK, MedianUS: 10, Samples: n(21)}
+	for _, tc := range []struct {
+		name  string
+		cands []Candidate
+		want  string
+	}{
+		{"stock only", []Candidate{stock}, "v1"},
+		{"faster final", []Candidate{stock, {ID: "a", Status: StatusOK, MedianUS: 8, Samples: n(21)}, {ID: "b", Status: StatusOK, MedianUS: 9, Samples: n(21)}}, "a"},
+		{"faster but screened out", []Candidate{stock, {ID: "a", Status: StatusOK, MedianUS: 7, Samples: n(7)}, {ID: "b", Status: StatusOK, MedianUS: 9, Samples: n(21)}}, "b"},
+		{"faster but mismatched", []Candidate{stock, {ID: "a", Status: StatusMismatch, MedianUS: 7, Samples: n(21)}}, "v1"},
+		{"slower", []Candidate{stock, {ID: "a", Status: StatusOK, MedianUS: 11, Samples: n(21)}}, "v1"},
+	} {
+		d := Decision{Stock: stock, Candidates: tc.cands}
+		if got := d.Fastest().ID; got != tc.want {
+			t.Errorf("%s: Fastest = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}

@@ -122,3 +122,16 @@ type Alternative struct {
 	Reason  string    `json:"reason"`
 	Cubin   []byte    `json:"-"`
 }
+
+// Fastest is the fastest verified candidate measured in the final stage
+// (in at least as many samples as stock), stock when none is faster: what
+// autotune bench reports as the best, whether or not it won.
+func (d Decision) Fastest() Candidate {
+	best := d.Stock
+	for _, c := range d.Candidates {
+		if c.Status == StatusOK && c.MedianUS > 0 && len(c.Samples) >= len(d.Stock.Samples) && c.MedianUS < best.MedianUS {
+			best = c
+		}
+	}
+	return best
+}

@@ -193,7 +193,15 @@ func pdlCols(d tuner.Decision, c tuner.Candidate) (string, string) {
 		return "-", "-"
 	}
 	gbs := float64(d.Bytes) / (c.PDLUS * 1e-6) / 1e9
-	return fmt.Sprintf("%.2f", c.PDLUS), fmt.Sprintf("%.1f", pct(gbs, d.CeilingGBs))
+	return usOrDash(c.PDLUS), fmt.Sprintf("%.1f", pct(gbs, d.CeilingGBs))
+}
+
+// usOrDash formats a time in µs, or "-" when it was not measured (0).
+func usOrDash(us float64) string {
+	if us <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", us)
 }
 
 // writeBench prints one row per (format, shape): stock, the best verified
@@ -205,20 +213,11 @@ func writeBench(w io.Writer, ds []tuner.Decision) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "format\tshape\tMB\tstock µs\tGB/s\t% ceil\tbest\tµs\tGB/s\t% ceil\tceiling GB/s\tread µs\t% of read\tPDL µs\tPDL % ceil\tdecision\t")
 	for _, d := range ds {
-		bestC := d.Stock
-		for _, c := range d.Candidates {
-			if c.Status == tuner.StatusOK && c.MedianUS > 0 && len(c.Samples) >= len(d.Stock.Samples) && c.MedianUS < bestC.MedianUS {
-				bestC = c
-			}
-		}
-		read := "-"
-		if d.ReadUS > 0 {
-			read = fmt.Sprintf("%.2f", d.ReadUS)
-		}
+		bestC := d.Fastest()
 		pdlUS, pdlPct := pdlCols(d, bestC)
 		fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.2f\t%.0f\t%.1f\t%s\t%.2f\t%.0f\t%.1f\t%.0f\t%s\t%s\t%s\t%s\t%s\t\n", d.Format, d.Shape(), float64(d.Bytes)/1e6,
 			d.Stock.MedianUS, d.Stock.GBs, d.Stock.PctCeiling, bestC.ID, bestC.MedianUS, bestC.GBs, bestC.PctCeiling, d.CeilingGBs,
-			read, ofRead(d.ReadUS, bestC.MedianUS), pdlUS, pdlPct, d.Reason)
+			usOrDash(d.ReadUS), ofRead(d.ReadUS, bestC.MedianUS), pdlUS, pdlPct, d.Reason)
 	}
 	return tw.Flush()
 }

@@ -150,12 +150,8 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 		if why := staleWhy(r); why != "" {
 			stale = "yes: " + why
 		}
-		pdl := "-"
-		if r.PDLUS > 0 {
-			pdl = fmt.Sprintf("%.2f", r.PDLUS)
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
-			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), pdl, r.Speedup, exactAlt(r), r.GPUName, stale)
+			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), usOrDash(r.PDLUS), r.Speedup, exactAlt(r), r.GPUName, stale)
 	}
 	return tw.Flush()
 }
