@@ -271,7 +271,7 @@ func decodeRawChecked(b []byte, s *rawSummary) error {
 	s.PDLUS = 0
 	if v == summaryVersion5 {
 		s.PDLUS = math.Float64frombits(d.u64())
-		if (s.PDLUS < 0 || math.IsNaN(s.PDLUS) || math.IsInf(s.PDLUS, 0)) && d.err == nil {
+		if badFigure(s.PDLUS) && d.err == nil {
 			return fmt.Errorf("%w: pdl_us %v", ErrBadRecord, s.PDLUS)
 		}
 	}

@@ -200,7 +200,7 @@ func (r Record) Validate() error {
 		return fmt.Errorf("%w %s: class %q: want exact or tolerance", ErrBadRecord, r.Key, r.Class)
 	}
 	for name, v := range map[string]float64{"median_us": r.MedianUS, "gbs": r.GBs, "speedup": r.Speedup, "p": r.P, "pct_ceiling": r.PctCeiling, "pdl_us": r.PDLUS} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		if badFigure(v) {
 			return fmt.Errorf("%w %s: %s = %v", ErrBadRecord, r.Key, name, v)
 		}
 	}
@@ -231,12 +231,16 @@ func (a *Alternative) validate(winnerClass string) error {
 		return fmt.Errorf("kept stock but names %s", a.WinnerID)
 	}
 	for _, v := range [...]float64{a.MedianUS, a.GBs, a.PctCeiling, a.Speedup, a.P} {
-		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		if badFigure(v) {
 			return fmt.Errorf("figure %v", v)
 		}
 	}
 	return nil
 }
+
+// badFigure reports a figure no measurement gives: negative, NaN or
+// infinite.
+func badFigure(v float64) bool { return v < 0 || math.IsNaN(v) || math.IsInf(v, 0) }
 
 // sanitize replaces non-finite figures by 0.
 func (r *Record) sanitize() {

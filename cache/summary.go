@@ -119,11 +119,12 @@ func encodeSummary(s Summary) []byte {
 	v5 := s.PDLUS != 0
 	v4 := v5 || p.G != 0 || s.Exact.Present && s.Exact.Params.G != 0 // version 4's layout
 	switch {
-	case v5:
-		b = append(b, summaryVersion5)
-		knobs = []int{p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A}
 	case v4:
-		b = append(b, summaryVersion4)
+		if v5 {
+			b = append(b, summaryVersion5)
+		} else {
+			b = append(b, summaryVersion4)
+		}
 		knobs = []int{p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A}
 	case s.Exact.Present:
 		b = append(b, summaryVersion3)

@@ -322,7 +322,7 @@ func parseTable(b []byte) (*Table, bool) {
 		some := false
 		for i := range t.recPDL {
 			f := math.Float64frombits(binary.LittleEndian.Uint64(pdl[8*i:]))
-			if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			if badFigure(f) {
 				return nil, false
 			}
 			t.recPDL[i], some = f, some || f != 0
