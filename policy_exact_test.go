@@ -39,8 +39,8 @@ func TestRequireExactAlternative(t *testing.T) {
 	alt := withExact(t, rec(t, "sm_90", "q4_0", 4096, 4096, "r2f0u1s1w8a1", "tolerance"), "r4f0u1s0w8")
 	kept := withExact(t, rec(t, "sm_90", "q4_0", 8192, 4096, "r2f0u1s1w8a1", "tolerance"), "v1")
 	old := rec(t, "sm_90", "q4_0", 1024, 4096, "r2f0u1s1w8a1", "tolerance") // written before alternatives
-	// affine4 offers no repacked layout: an alternative with l=1 fails its gate.
-	noGate := withExact(t, rec(t, "sm_90", "affine4", 4096, 4096, "r2f0u1s0w8a1", "tolerance"), "r2f0u1s0w8l1")
+	// affine4 has no layout l=2: an alternative with it fails its gate.
+	noGate := withExact(t, rec(t, "sm_90", "affine4", 4096, 4096, "r2f0u1s0w8a1", "tolerance"), "r2f0u1s0w8l2")
 	path := writeCache(t, alt, kept, old, noGate)
 	strict := map[string]string{"GEMV_REQUIRE_EXACT": "1"}
 
@@ -68,9 +68,9 @@ func TestRequireExactAlternative(t *testing.T) {
 		{"nearest alternative kept stock", strict, "q4_0", 7000, 4096, "nearest", "v1", "exact",
 			[]string{"nearest tuned shape 8192x4096", "no exact variant beat stock"}, &kept, nil},
 		{"tuned alternative gate fails", strict, "affine4", 4096, 4096, "default", "v1", "exact",
-			[]string{"r2f0u1s0w8l1", "gate"}, nil, nil},
+			[]string{"r2f0u1s0w8l2", "gate"}, nil, nil},
 		{"nearest alternative gate fails", strict, "affine4", 2048, 4096, "default", "v1", "exact",
-			[]string{"r2f0u1s0w8l1", "gate"}, nil, nil},
+			[]string{"r2f0u1s0w8l2", "gate"}, nil, nil},
 		{"without REQUIRE_EXACT: the winner", nil, "q4_0", 4096, 4096, "tuned", "r2f0u1s1w8a1", "tolerance",
 			[]string{alt.Decision}, nil, cubinFor(alt)},
 		{"without REQUIRE_EXACT: nearest winner", nil, "q4_0", 7000, 4096, "nearest", "r2f0u1s1w8a1", "tolerance",

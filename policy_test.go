@@ -104,8 +104,8 @@ func TestNearestRule(t *testing.T) {
 }
 
 func TestNearestGateMustPass(t *testing.T) {
-	// affine4 offers no repacked layout: a winner with l=1 fails its gate.
-	path := writeCache(t, rec(t, "sm_90", "affine4", 4096, 4096, "r2f0u1s0w8l1", "exact"))
+	// affine4 has no layout l=2: a winner with it fails its gate.
+	path := writeCache(t, rec(t, "sm_90", "affine4", 4096, 4096, "r2f0u1s0w8l2", "exact"))
 	p := open(t, path, nil)
 	c := lookup(t, p, "sm_90", "affine4", 2048, 4096)
 	if c.Source != "default" || c.ID != "v1" || !strings.Contains(c.Reason, "gate") {
@@ -173,7 +173,7 @@ func TestForced(t *testing.T) {
 		{"format beats global", map[string]string{"GEMV_FORCE_VARIANT": "v1", "GEMV_FORCE_VARIANT_Q4_0": "r3f0u1s0w8"}, "q4_0", "forced", "r3f0u1s0w8", false},
 		{"other format keeps global", map[string]string{"GEMV_FORCE_VARIANT": "v1", "GEMV_FORCE_VARIANT_Q4_0": "r3f0u1s0w8"}, "q8_0", "forced", "v1", false},
 		{"q4_K suffix", map[string]string{"GEMV_FORCE_VARIANT_Q4_K": "r2f0u1s0w4"}, "q4_K", "forced", "r2f0u1s0w4", false},
-		{"gate fails", map[string]string{"GEMV_FORCE_VARIANT_AFFINE4": "r2f0u1s0w8l1"}, "affine4", "forced-gate-failed", "v1", false},
+		{"gate fails", map[string]string{"GEMV_FORCE_VARIANT_AFFINE4": "r2f0u1s0w8l2"}, "affine4", "forced-gate-failed", "v1", false},
 		{"force with override", map[string]string{"GEMV_FORCE_VARIANT": "r2f0u1s0w8", "GEMV_UNROLL": "4"}, "q4_0", "forced", "r2f0u4s0w8", false},
 	}
 	for _, tt := range tests {

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -28,16 +29,20 @@ type family struct {
 	format   string  // format name, e.g. "q4_0"
 	template string  // embedded file, e.g. "kernels/q4_0.cu"
 	chunk    int     // weights one lane consumes per step
-	layouts  []int   // values of knob l the template supports
 	acts     []int   // values of knob a the template supports
 	bound    float64 // relative L2 error bound vs the float64 reference (a=0)
 	// int8EvenOdd stages int8 x of each group as its even-indexed values,
 	// then its odd ones (affine4: a byte holds weights 2b and 2b+1).
 	int8EvenOdd bool
-	// ring describes a chunk in the shared-memory weight ring of s=2
-	// (prelude.cu): its 16-byte and 4-byte cp.async parts. Zero: the
-	// family has no s=2.
-	ring ringParts
+	// rings describes a chunk in the shared-memory weight ring of s=2
+	// (prelude.cu) per layout that has one: its 16-byte and 4-byte
+	// cp.async parts. Empty: the family has no s=2.
+	rings map[int]ringParts
+	// layouts are knob l's values: 0 (raw) and the keys of repacked, which
+	// says how to build each from raw bytes and which cols it needs
+	// (setRepacked sets both).
+	layouts  []int
+	repacked map[int]repackedLayout
 
 	src  string // prelude + template, read once
 	hash string // SourceHash
@@ -46,7 +51,7 @@ type family struct {
 // newFamily reads the family's template and computes its hash. Templates
 // are embedded, so a read failure is a build defect. acts lists the values
 // of knob a the template supports ({0}, or {0, 1} with int8 activations).
-func newFamily(format, template string, chunk int, layouts, acts []int, bound float64) *family {
+func newFamily(format, template string, chunk int, acts []int, bound float64) *family {
 	prelude, err := kernelFiles.ReadFile(preludeFile)
 	if err != nil {
 		panic(fmt.Sprintf("variants: embedded %s: %v", preludeFile, err))
@@ -60,9 +65,9 @@ func newFamily(format, template string, chunk int, layouts, acts []int, bound fl
 		format:   format,
 		template: template,
 		chunk:    chunk,
-		layouts:  layouts,
 		acts:     acts,
 		bound:    bound,
+		layouts:  []int{0},
 		src:      string(prelude) + "\n" + string(body),
 		hash:     hex.EncodeToString(sum[:])[:16],
 	}
@@ -77,36 +82,60 @@ func (f *family) Format() Format {
 	return missingFormat(f.format)
 }
 
-func (f *family) Layouts() []int { return slices.Clone(f.layouts) }
-
-// ringParts counts one chunk's cp.async copies in the s=2 ring: p16
-// 16-byte and p4 4-byte parts. cols is the multiple of cols s=2 needs
-// beyond the family's own, 0 for none: a 4-byte scale word holds two
-// blocks' f16 scales (q4_0, q8_0: 64 weights; affine4: two groups, 128),
-// and must stay inside its row. layouts are the values of knob l it
-// supports (q4_0's and q8_0's raw blocks are only 2-byte aligned).
-type ringParts struct {
-	p16, p4, cols int
-	layouts       []int
+// setRepacked gives the family its repacked layouts (knob l ≥ 1).
+func (f *family) setRepacked(m map[int]repackedLayout) {
+	f.repacked = m
+	f.layouts = append([]int{0}, slices.Sorted(maps.Keys(m))...)
 }
 
-// ok reports whether the family has the ring at all.
-func (r ringParts) ok() bool { return r.p16+r.p4 > 0 }
+// Layouts lists knob l's values: 0 (raw bytes) and the repacked layouts.
+func (f *family) Layouts() []int { return slices.Clone(f.layouts) }
+
+// ringParts counts one chunk's cp.async copies in the s=2 ring of one
+// layout: p16 16-byte and p4 4-byte parts. cols is the multiple of cols
+// s=2 needs beyond the family's own, 0 for none: a 4-byte scale word holds
+// two blocks' f16 scales (q4_0, q8_0: 64 weights; raw affine4: two groups,
+// 128), and must stay inside its row. A layout without an entry has no
+// ring (q4_0's and q8_0's raw blocks are only 2-byte aligned).
+type ringParts struct {
+	p16, p4, cols int
+}
 
 // ringWarpBytes is the ring of one warp: u slots of r rows, each part a
 // lane-contiguous run (512 bytes per 16-byte part, 128 per 4-byte part) so
 // that the lanes' shared-memory reads are conflict-free (prelude.cu).
 func (f *family) ringWarpBytes(p space.Params) int {
-	return p.U * p.R * (f.ring.p16*512 + f.ring.p4*128)
+	rp := f.rings[p.L]
+	return p.U * p.R * (rp.p16*512 + rp.p4*128)
 }
 
 // Stagings lists knob s's values: 0 and 1, and 2 where the family copies
 // its weights through a shared-memory ring.
 func (f *family) Stagings() []int {
-	if !f.ring.ok() {
+	if len(f.rings) == 0 {
 		return []int{0, 1}
 	}
 	return []int{0, 1, 2}
+}
+
+// repackedLayout is a layout l ≥ 1 of a family: the function that builds
+// it from raw bytes, the multiple of cols it needs beyond the family's
+// own (0 for none) and its name in errors.
+type repackedLayout struct {
+	repack func(format string, raw []byte, rows, cols int) ([]byte, error)
+	cols   int
+	name   string
+}
+
+// Layouts of the repacked kinds, for the families' tables.
+var (
+	planesLayout = repackedLayout{repack: RepackPlanes, name: "planes"}
+	tilesLayout  = repackedLayout{repack: RepackTiles, cols: TileWeights, name: "tiles of 8 blocks"}
+)
+
+// interleavedLayout is format's interleaved layout (RepackInterleaved).
+func interleavedLayout(format string) repackedLayout {
+	return repackedLayout{repack: RepackInterleaved, cols: InterleavedTileWeights(format), name: "interleaved warp tiles"}
 }
 
 // Activations lists knob a's values: 0 (f32 activations) and, for the
@@ -151,7 +180,7 @@ func (f *family) Source(p space.Params) (string, error) {
 		v    int
 	}{{"GEMV_R", p.R}, {"GEMV_F", p.F}, {"GEMV_U", p.U}, {"GEMV_S", p.S}, {"GEMV_W", p.W}, {"GEMV_L", p.L},
 		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)},
-		{"GEMV_P16", f.ring.p16}, {"GEMV_P4", f.ring.p4}} {
+		{"GEMV_P16", f.rings[p.L].p16}, {"GEMV_P4", f.rings[p.L].p4}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}
 	b.WriteString(f.src)
@@ -174,11 +203,11 @@ func (f *family) checkParams(p space.Params) error {
 	if p.A == 1 && p.S == 0 {
 		return fmt.Errorf("%w: %s %s: a=1 stages int8 activations in shared memory: needs s=1 or 2", ErrShape, f.format, p.ID())
 	}
-	if p.S == 2 && !f.ring.ok() {
+	if p.S == 2 && len(f.rings) == 0 {
 		return fmt.Errorf("%w: %s has no weight ring (s=2); accepted s: 0, 1", ErrShape, f.format)
 	}
-	if p.S == 2 && !slices.Contains(f.ring.layouts, p.L) {
-		return fmt.Errorf("%w: %s s=2 (weight ring) needs layout l in %s, got l=%d", ErrShape, f.format, joinInts(f.ring.layouts), p.L)
+	if _, ok := f.rings[p.L]; p.S == 2 && !ok {
+		return fmt.Errorf("%w: %s s=2 (weight ring) needs layout l in %s, got l=%d", ErrShape, f.format, joinInts(slices.Sorted(maps.Keys(f.rings))), p.L)
 	}
 	return nil
 }
@@ -197,11 +226,11 @@ func (f *family) Gate(p space.Params, rows, cols int) error {
 	if cols%step != 0 {
 		return fmt.Errorf("%w: %s needs cols a multiple of %d, got %d", ErrShape, f.format, step, cols)
 	}
-	if p.S == 2 && f.ring.cols > 0 && cols%f.ring.cols != 0 {
-		return fmt.Errorf("%w: %s s=2 copies 4-byte scale words of two blocks: needs cols a multiple of %d, got %d", ErrShape, f.format, f.ring.cols, cols)
+	if rl := f.repacked[p.L]; rl.cols > 0 && cols%rl.cols != 0 {
+		return fmt.Errorf("%w: %s layout l=%d (%s) needs cols a multiple of %d, got %d", ErrShape, f.format, p.L, rl.name, rl.cols, cols)
 	}
-	if p.L == 2 && cols%TileWeights != 0 {
-		return fmt.Errorf("%w: %s layout l=2 (tiles of 8 blocks) needs cols a multiple of %d, got %d", ErrShape, f.format, TileWeights, cols)
+	if rp := f.rings[p.L]; p.S == 2 && rp.cols > 0 && cols%rp.cols != 0 {
+		return fmt.Errorf("%w: %s s=2 copies 4-byte scale words of two blocks: needs cols a multiple of %d, got %d", ErrShape, f.format, rp.cols, cols)
 	}
 	if int64(rows)*int64(cols) > maxElements {
 		return fmt.Errorf("%w: %s shape %dx%d has more than %d weights", ErrShape, f.format, rows, cols, int64(maxElements))
@@ -296,7 +325,8 @@ func (f *family) stagedBytes(cols int) int {
 }
 
 // Repack converts raw bytes to layout: 0 returns raw as is, 1 is the planar
-// layout of q4_0 and q8_0 (RepackPlanes), 2 their tiled layout (RepackTiles).
+// layout of q4_0 and q8_0 (RepackPlanes) and the interleaved one of q4_K
+// and affine4 (RepackInterleaved), 2 q8_0's tiled layout (RepackTiles).
 func (f *family) Repack(raw []byte, rows, cols, layout int) ([]byte, error) {
 	if !slices.Contains(f.layouts, layout) {
 		return nil, fmt.Errorf("%w: %s has no layout l=%d (accepted: %s)", ErrShape, f.format, layout, joinInts(f.layouts))
@@ -304,11 +334,7 @@ func (f *family) Repack(raw []byte, rows, cols, layout int) ([]byte, error) {
 	if layout == 0 {
 		return raw, nil
 	}
-	repack := RepackPlanes
-	if layout == 2 {
-		repack = RepackTiles
-	}
-	out, err := repack(f.format, raw, rows, cols)
+	out, err := f.repacked[layout].repack(f.format, raw, rows, cols)
 	if err != nil {
 		return nil, fmt.Errorf("repacking %s to layout %d: %w", f.format, layout, err)
 	}

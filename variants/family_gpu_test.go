@@ -61,13 +61,26 @@ func shapesFor(f variants.Family) []testShape {
 	step := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 256, "affine4": 64, "bf16": 8}[f.Format().Name()]
 	chunksPerStep := map[string]int{"q4_0": 1, "q8_0": 1, "q4_K": 4, "affine4": 2, "bf16": 1}[f.Format().Name()]
 	tailCols := step * (293 / chunksPerStep) // 293 or 292 or 292 chunks: never a multiple of 32*u
-	return []testShape{
+	shapes := []testShape{
 		{"smallest-cols", 37, step, false},
 		{"k-tail", 67, tailCols, false},
 		{"1024x4096", 1024, 4096, false},
 		{"4096x14336", 4096, 14336, false},
 		{"28672x8192", 28672, 8192, true},
 	}
+	// A repacked layout that needs more cols (q8_0's tiles, the interleaved
+	// q4_K and affine4) gets its own smallest cols, with a row tail.
+	for _, l := range f.Layouts() {
+		for cols := step; cols <= 4096; cols += step {
+			if f.Gate(space.Params{R: 1, U: 1, W: 8, L: l}, 37, cols) == nil {
+				if cols != step {
+					shapes = append(shapes, testShape{fmt.Sprintf("smallest-cols-l%d", l), 37, cols, false})
+				}
+				break
+			}
+		}
+	}
+	return shapes
 }
 
 // gpuCase is the device data of one shape: raw and repacked weights, x, y.

@@ -5,7 +5,8 @@ package variants
 // Activations: f32 (a=0, class exact) or int8 per group of 32 with dp4a
 // (a=1, needs s=1, class tolerance, bound boundInt8).
 func init() {
-	f := newFamily("q4_0", "kernels/q4_0.cu", 32, []int{0, 1}, []int{0, 1}, boundF32)
-	f.ring = ringParts{p16: 1, p4: 1, cols: 64, layouts: []int{1}} // quants; the scale word
+	f := newFamily("q4_0", "kernels/q4_0.cu", 32, []int{0, 1}, boundF32)
+	f.setRepacked(map[int]repackedLayout{1: planesLayout})
+	f.rings = map[int]ringParts{1: {p16: 1, p4: 1, cols: 64}} // quants; the scale word
 	registerFamily(f)
 }

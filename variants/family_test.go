@@ -88,7 +88,8 @@ func TestSourceRejects(t *testing.T) {
 		p      space.Params
 		want   string
 	}{
-		{"q4_K", space.Params{R: 1, U: 1, W: 8, L: 1}, "q4_K has no layout l=1 (accepted: 0)"},
+		{"q4_K", space.Params{R: 1, U: 1, W: 8, L: 2}, "q4_K has no layout l=2 (accepted: 0, 1)"},
+		{"bf16", space.Params{R: 1, U: 1, W: 8, L: 1}, "bf16 has no layout l=1 (accepted: 0)"},
 		{"bf16", space.Params{R: 5, U: 1, W: 8}, "r=5"},
 		{"q4_0", space.Params{R: 1, U: 3, W: 8}, "u=3"},
 	}
@@ -116,10 +117,18 @@ func TestGate(t *testing.T) {
 		{"q8_0", v1, 3, -32, "got 3x-32"},
 		{"q4_K", v1, 1, 256, ""},
 		{"q4_K", v1, 1, 128, "q4_K needs cols a multiple of 256, got 128"},
-		{"q4_K", l1, 1, 256, "no layout l=1"},
+		{"q4_K", l1, 1, 256, "q4_K layout l=1 (interleaved warp tiles) needs cols a multiple of 2048, got 256"},
+		{"q4_K", l1, 1, 6144, ""},
+		{"q4_K", mustParse(t, "r1f0u1s1w8l2"), 1, 2048, "no layout l=2"},
 		{"affine4", v1, 5, 64, ""},
 		{"affine4", v1, 5, 32, "affine4 needs cols a multiple of 64, got 32"},
-		{"affine4", l1, 5, 64, "no layout l=1"},
+		{"affine4", l1, 5, 64, "affine4 layout l=1 (interleaved warp tiles) needs cols a multiple of 1024, got 64"},
+		{"affine4", l1, 5, 3072, ""},
+		// s=2 with l=1: the tile keeps the (scale, bias) word per group,
+		// so no rule beyond the tile's.
+		{"affine4", mustParse(t, "r1f0u2s2w8l1a1"), 3, 1024, ""},
+		{"q4_K", mustParse(t, "r2f0u2s2w8l1"), 3, 2048, ""},
+		{"bf16", mustParse(t, "r1f0u2s2w8l1"), 3, 1024, "no layout l=1"},
 		// s=2, the weight ring: q4_K and affine4 only; affine4's scale
 		// words span two groups, so it needs cols a multiple of 128.
 		{"q4_K", mustParse(t, "r1f0u2s2w8a1"), 3, 256, ""},
@@ -228,6 +237,22 @@ func TestLaunch(t *testing.T) {
 }
 
 func TestRepack(t *testing.T) {
+	// The interleaved layout (l=1) of q4_K and affine4 is Repack's l=1 and
+	// needs its tile's cols.
+	for _, name := range []string{"q4_K", "affine4"} {
+		f := mustFamily(t, name)
+		tile := variants.InterleavedTileWeights(name)
+		raw := randomQuantized(t, f.Format(), 2, tile, 3)
+		got, err := f.Repack(raw, 2, tile, 1)
+		want, _ := variants.RepackInterleaved(name, raw, 2, tile)
+		if err != nil || !bytes.Equal(got, want) || bytes.Equal(got, raw) {
+			t.Errorf("%s Repack l=1 differs from RepackInterleaved or kept the raw order (%v)", name, err)
+		}
+		half := randomQuantized(t, f.Format(), 2, tile/2, 4)
+		if _, err := f.Repack(half, 2, tile/2, 1); !errors.Is(err, variants.ErrShape) {
+			t.Errorf("%s Repack l=1 at 2x%d = %v, want ErrShape", name, tile/2, err)
+		}
+	}
 	const rows, cols = 3, 64
 	for _, name := range []string{"q4_0", "q8_0", "bf16"} {
 		f := mustFamily(t, name)

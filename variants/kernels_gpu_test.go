@@ -149,9 +149,11 @@ func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 	if slices.Contains(f.Stagings(), 2) {
 		for _, id := range []string{"r1f0u2s2w16g4", "r2f0u4s2w8g2", "r3f0u2s2w4", "r1f0u8s2w2g128", "r4f0u1s2w8"} {
 			for _, a := range f.Activations() {
-				p, _ := space.Parse(id)
-				p.A = a
-				add(p)
+				for _, l := range f.Layouts() {
+					p, _ := space.Parse(id)
+					p.L, p.A = l, a
+					add(p)
+				}
 			}
 		}
 	}

@@ -155,3 +155,85 @@ func TestRepackTiles(t *testing.T) {
 		}
 	}
 }
+
+func TestRepackInterleaved(t *testing.T) {
+	cases := []struct {
+		format     string
+		rows, cols int
+	}{
+		{"q4_K", 1, 2048}, {"q4_K", 3, 6144}, {"affine4", 1, 1024}, {"affine4", 5, 3072},
+	}
+	for _, c := range cases {
+		rng := rand.New(rand.NewPCG(23, uint64(c.rows)))
+		raw, err := mustFormat(t, c.format).Quantize(randWeights(rng, c.rows*c.cols), c.rows, c.cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tiled, err := variants.RepackInterleaved(c.format, raw, c.rows, c.cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(tiled) != len(raw) {
+			t.Fatalf("%s %dx%d: %d bytes repacked from %d raw", c.format, c.rows, c.cols, len(tiled), len(raw))
+		}
+		// The byte map of docs/formats.md, chunk by chunk: what lane k of
+		// a warp loads for chunk c = 32t + k of row r.
+		same := func(what string, r, chunk int, got, want []byte) {
+			t.Helper()
+			if !bytes.Equal(got, want) {
+				t.Fatalf("%s %dx%d: row %d chunk %d: %s differs", c.format, c.rows, c.cols, r, chunk, what)
+			}
+		}
+		for r := 0; r < c.rows; r++ {
+			switch c.format {
+			case "q4_K":
+				rowBytes := c.cols / 256 * 144
+				for ch := 0; ch < c.cols/64; ch++ {
+					sb := raw[r*rowBytes+(ch/4)*144:]
+					tile := tiled[r*rowBytes+(ch/32)*1152:]
+					k := ch % 32
+					same("header", r, ch, tile[16*(k/4):][:16], sb[:16])
+					same("low qs", r, ch, tile[128+16*k:][:16], sb[16+32*(ch%4):][:16])
+					same("high qs", r, ch, tile[640+16*k:][:16], sb[32+32*(ch%4):][:16])
+				}
+			case "affine4":
+				groups := c.cols / 64
+				scales := raw[c.rows*c.cols/2:]
+				biases := scales[c.rows*groups*2:]
+				for ch := 0; ch < c.cols/32; ch++ {
+					tile := tiled[(r*c.cols/1024+ch/32)*576:]
+					k, g := ch%32, r*groups+ch/2
+					same("nibbles", r, ch, tile[64+16*k:][:16], raw[r*c.cols/2+16*ch:][:16])
+					same("scale", r, ch, tile[4*(k/2):][:2], scales[2*g:][:2])
+					same("bias", r, ch, tile[4*(k/2)+2:][:2], biases[2*g:][:2])
+				}
+			}
+		}
+		back, err := variants.UnpackInterleaved(c.format, tiled, c.rows, c.cols)
+		if err != nil || !bytes.Equal(back, raw) {
+			t.Fatalf("%s %dx%d: UnpackInterleaved(RepackInterleaved(raw)) != raw (%v)", c.format, c.rows, c.cols, err)
+		}
+	}
+	for _, c := range []struct {
+		name       string
+		format     string
+		n          int
+		rows, cols int
+		want       error
+	}{
+		{"no interleaved layout for q4_0", "q4_0", 18 * 64, 1, 2048, variants.ErrUnknownFormat},
+		{"q4_K cols not a multiple of 2048", "q4_K", 144 * 4, 1, 1024, variants.ErrShape},
+		{"affine4 cols not a multiple of 1024", "affine4", 288, 1, 512, variants.ErrShape},
+		{"no rows", "q4_K", 0, 0, 2048, variants.ErrShape},
+		{"short buffer", "affine4", 575, 1, 1024, variants.ErrBuffer},
+		{"long buffer", "q4_K", 1153, 1, 2048, variants.ErrBuffer},
+	} {
+		for name, fn := range map[string]func(string, []byte, int, int) ([]byte, error){
+			"RepackInterleaved": variants.RepackInterleaved, "UnpackInterleaved": variants.UnpackInterleaved,
+		} {
+			if _, err := fn(c.format, make([]byte, c.n), c.rows, c.cols); !errors.Is(err, c.want) {
+				t.Errorf("%s: %s error = %v, want %v", c.name, name, err, c.want)
+			}
+		}
+	}
+}

@@ -1,7 +1,7 @@
-// gemvtune affine4 family (MLX affine, 4 bits, group 64). The buffer is MLX's
-// three tensors back to back: w plane (rows*cols/2 bytes, u32 words of 8
-// nibbles, low nibble first), scales plane (rows*cols/64 f16), biases plane
-// (same). Chunk = 32 weights = half a group: 16 bytes of the w plane (one
+// gemvtune affine4 family (MLX affine, 4 bits, group 64). With l=0 the
+// buffer is MLX's three tensors back to back: w plane (rows*cols/2 bytes,
+// u32 words of 8 nibbles, low nibble first), scales plane (rows*cols/64
+// f16), biases plane (same); l=1 interleaves them (below). Chunk = 32 weights = half a group: 16 bytes of the w plane (one
 // 16-byte load) plus the group's f16 scale and bias (the two lanes of a group
 // load the same address in one instruction).
 // Chunk expression, like MLX's qmv (f32, scale factored out):
@@ -14,24 +14,31 @@
 // f32 sum of x for the bias the error was 2-4x larger, docs/kernels.md).
 
 struct Geo {
-    size_t rowBytes;  // w-plane bytes per row
-    size_t scaleOff;  // start of the scales plane
-    size_t biasOff;   // start of the biases plane
+    size_t rowBytes;  // l=0: w-plane bytes per row; l=1: bytes per row
+    size_t scaleOff;  // l=0: start of the scales plane
+    size_t biasOff;   // l=0: start of the biases plane
     int ng;           // groups per row
 };
 
 __device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
     Geo g;
     g.ng = cols / 64;
+#if GEMV_L == 0
     g.rowBytes = (size_t)cols / 2;
     g.scaleOff = (size_t)rows * g.rowBytes;
     g.biasOff = g.scaleOff + (size_t)rows * (size_t)g.ng * 2;
+#else
+    g.rowBytes = (size_t)(cols / 1024) * 576;
+    g.scaleOff = 0;
+    g.biasOff = 0;
+#endif
     return g;
 }
 
 struct Chunk { uint4 q; u32 s, b; };
 
-// A row's nibbles, scales and biases.
+#if GEMV_L == 0
+// A row's nibbles, scales and biases (MLX's three planes).
 struct RowPtr { const unsigned char* q; const unsigned char* s; const unsigned char* b; };
 
 __device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, const Geo& g, size_t row) {
@@ -53,8 +60,41 @@ __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
     gemv_pf(r.s + (size_t)(c >> 1) * 2);
     gemv_pf(r.b + (size_t)(c >> 1) * 2);
 }
+#else
+// l=1, interleaved warp tiles (variants.RepackInterleaved): chunks
+// 32t..32t+31 (groups 16t..16t+15) form tile t of the row, 576 bytes: the
+// 16 groups' (scale, bias) words, scale in the low half, then the 512
+// nibble bytes. A lane loads its 16 nibble bytes at 64 + 16(c&31) and its
+// group's word at 4((c&31)/2): one stream per row, each load contiguous
+// per warp. ch.s keeps the whole word: gemv_h2f reads the low half.
+struct RowPtr { const unsigned char* p; };
+
+__device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, const Geo& g, size_t row) {
+    RowPtr r;
+    r.p = W + row * g.rowBytes;
+    return r;
+}
+
+__device__ __forceinline__ const unsigned char* a4_tile(const RowPtr& r, int c) {
+    return r.p + (size_t)(c >> 5) * 576;
+}
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
+    const unsigned char* t = a4_tile(r, c);
+    ch.q = gemv_ld128(t + 64 + 16 * (c & 31));
+    ch.s = gemv_ld32(t + 4 * ((c & 31) >> 1));
+    ch.b = ch.s >> 16;
+}
+
+__device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
+    const unsigned char* t = a4_tile(r, c);
+    gemv_pf(t + 64 + 16 * (c & 31));
+    gemv_pf(t);
+}
+#endif
 
 #if GEMV_S == 2
+#if GEMV_L == 0
 // s=2: the 16 nibble bytes, and the 4-byte words holding the group's scale
 // and bias (groups 2m and 2m+1 share one: the gate asks cols to be a
 // multiple of 128, so the word stays inside the row), through the
@@ -71,6 +111,20 @@ __device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) {
     ch.s = (gemv_lds32(s4) >> sh) & 0xFFFFu;
     ch.b = (gemv_lds32(s4 + 128) >> sh) & 0xFFFFu;
 }
+#else
+// s=2, l=1: the 16 nibble bytes and the (scale, bias) word.
+__device__ __forceinline__ void chunk_issue(u32 s16, u32 s4, const RowPtr& r, int c, bool live) {
+    const unsigned char* t = a4_tile(r, c);
+    gemv_cp16(s16, t + 64 + 16 * (c & 31), live);
+    gemv_cp4(s4, t + 4 * ((c & 31) >> 1), live);
+}
+
+__device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) {
+    ch.q = gemv_lds128(s16);
+    ch.s = gemv_lds32(s4);
+    ch.b = ch.s >> 16;
+}
+#endif
 #endif
 
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {

@@ -1,5 +1,5 @@
 // gemvtune q4_K family. Chunk = a quarter super-block, 64 weights: quarter j
-// of super-block sb is chunk c = 4*sb + j. Its 32 qs bytes hold sub-block 2j
+// of super-block sb is chunk c = 4*sb + j (l=1 moves the bytes, q4k_parts). Its 32 qs bytes hold sub-block 2j
 // (low nibbles) and 2j+1 (high nibbles); the 16-byte header (f16 d, f16 dmin,
 // 12 bytes of 6-bit scales and mins) is loaded by the 4 lanes of the
 // super-block in one instruction (same address: one transaction).
@@ -27,29 +27,53 @@ __device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, c
     return r;
 }
 
+// Where chunk c's three 16-byte parts are: the header of its super-block
+// (hp), the low (lo) and high (hi) 16 bytes of its 32 qs bytes.
+// l=0, raw GGUF: super-block c/4 at 144(c/4), quarter c&3 at 16 + 32(c&3).
+// l=1, interleaved (variants.RepackInterleaved): chunks 32t..32t+31 form
+// tile t (1152 bytes: 8 headers, the 32 low halves, the 32 high halves),
+// so the lanes' loads of each part are one contiguous run per warp.
+struct Parts { const unsigned char* hp; const unsigned char* lo; const unsigned char* hi; };
+
+__device__ __forceinline__ Parts q4k_parts(const RowPtr& r, int c) {
+    Parts p;
+#if GEMV_L == 0
+    p.hp = r.p + (size_t)(c >> 2) * 144;
+    p.lo = p.hp + 16 + 32 * (c & 3);
+    p.hi = p.lo + 16;
+#else
+    const unsigned char* tile = r.p + (size_t)(c >> 5) * 1152;
+    p.hp = tile + 16 * ((c & 31) >> 2);
+    p.lo = tile + 128 + 16 * (c & 31);
+    p.hi = p.lo + 512;
+#endif
+    return p;
+}
+
 __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
-    const unsigned char* sb = r.p + (size_t)(c >> 2) * 144;
-    const unsigned char* qs = sb + 16 + 32 * (c & 3);
-    ch.h = gemv_ld128(sb);
-    ch.a = gemv_ld128(qs);
-    ch.b = gemv_ld128(qs + 16);
+    const Parts p = q4k_parts(r, c);
+    ch.h = gemv_ld128(p.hp);
+    ch.a = gemv_ld128(p.lo);
+    ch.b = gemv_ld128(p.hi);
 }
 
 __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
-    const unsigned char* sb = r.p + (size_t)(c >> 2) * 144;
-    gemv_pf(sb);
-    gemv_pf(sb + 16 + 32 * (c & 3));
+    const Parts p = q4k_parts(r, c);
+    gemv_pf(p.hp);
+    gemv_pf(p.lo);
+#if GEMV_L == 1
+    gemv_pf(p.hi);
+#endif
 }
 
 #if GEMV_S == 2
 // s=2: the chunk's three 16-byte parts through the shared-memory ring
 // (prelude.cu); a dead row copies nothing and lands zeros.
 __device__ __forceinline__ void chunk_issue(u32 s16, u32 s4, const RowPtr& r, int c, bool live) {
-    const unsigned char* sb = r.p + (size_t)(c >> 2) * 144;
-    const unsigned char* qs = sb + 16 + 32 * (c & 3);
-    gemv_cp16(s16, sb, live);
-    gemv_cp16(s16 + 512, qs, live);
-    gemv_cp16(s16 + 1024, qs + 16, live);
+    const Parts p = q4k_parts(r, c);
+    gemv_cp16(s16, p.hp, live);
+    gemv_cp16(s16 + 512, p.lo, live);
+    gemv_cp16(s16 + 1024, p.hi, live);
 }
 
 __device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) {
