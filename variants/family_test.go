@@ -137,7 +137,7 @@ func TestGate(t *testing.T) {
 		{"affine4", mustParse(t, "r1f0u2s1w8"), 3, 192, ""},
 		// q4_0 and q8_0: the ring needs an aligned layout, and scale words
 		// of two blocks.
-		{"q4_0", mustParse(t, "r1f0u2s2w8"), 3, 256, "q4_0 s=2 (weight ring) needs layout l in 1, got l=0"},
+		{"q4_0", mustParse(t, "r1f0u2s2w8"), 3, 256, "q4_0 s=2 (weight ring) needs layout l in 1, 2, got l=0"},
 		{"q4_0", mustParse(t, "r1f0u2s2w8l1a1"), 3, 64, ""},
 		{"q4_0", mustParse(t, "r1f0u2s2w8l1"), 3, 96, "needs cols a multiple of 64, got 96"},
 		{"q8_0", mustParse(t, "r1f0u2s2w8l2"), 3, 256, ""},
@@ -237,20 +237,24 @@ func TestLaunch(t *testing.T) {
 }
 
 func TestRepack(t *testing.T) {
-	// The interleaved layout (l=1) of q4_K and affine4 is Repack's l=1 and
-	// needs its tile's cols.
-	for _, name := range []string{"q4_K", "affine4"} {
+	// The interleaved layout (l=1 of q4_K and affine4, l=2 of q4_0) is
+	// RepackInterleaved and needs its tile's cols.
+	for name, l := range map[string]int{"q4_0": 2, "q4_K": 1, "affine4": 1} {
 		f := mustFamily(t, name)
 		tile := variants.InterleavedTileWeights(name)
 		raw := randomQuantized(t, f.Format(), 2, tile, 3)
-		got, err := f.Repack(raw, 2, tile, 1)
+		got, err := f.Repack(raw, 2, tile, l)
 		want, _ := variants.RepackInterleaved(name, raw, 2, tile)
 		if err != nil || !bytes.Equal(got, want) || bytes.Equal(got, raw) {
 			t.Errorf("%s Repack l=1 differs from RepackInterleaved or kept the raw order (%v)", name, err)
 		}
 		half := randomQuantized(t, f.Format(), 2, tile/2, 4)
-		if _, err := f.Repack(half, 2, tile/2, 1); !errors.Is(err, variants.ErrShape) {
-			t.Errorf("%s Repack l=1 at 2x%d = %v, want ErrShape", name, tile/2, err)
+		if _, err := f.Repack(half, 2, tile/2, l); !errors.Is(err, variants.ErrShape) {
+			t.Errorf("%s Repack l=%d at 2x%d = %v, want ErrShape", name, l, tile/2, err)
+		}
+		p := space.Params{R: 1, U: 1, W: 8, L: l}
+		if err := f.Gate(p, 2, tile/2); err == nil || !strings.Contains(err.Error(), "interleaved warp tiles") {
+			t.Errorf("%s Gate(%s, 2x%d) = %v, want the tile rule", name, p, tile/2, err)
 		}
 	}
 	const rows, cols = 3, 64
@@ -277,10 +281,7 @@ func TestRepack(t *testing.T) {
 		}
 		// l=2 (tiles of 8 blocks, q8_0 only) needs cols a multiple of 256:
 		// the gate and Repack refuse 64, accept 256.
-		if name == "q4_0" {
-			if err := f.Gate(mustParse(t, "r1f0u1s1w8l2"), rows, 256); err == nil || !strings.Contains(err.Error(), "no layout l=2") {
-				t.Errorf("q4_0 Gate(l2) = %v", err)
-			}
+		if name == "q4_0" { // l=2 is q4_0's interleaved layout (the loop above)
 			continue
 		}
 		if _, err := f.Repack(raw, rows, cols, 2); !errors.Is(err, variants.ErrShape) {

@@ -161,6 +161,7 @@ func TestRepackInterleaved(t *testing.T) {
 		format     string
 		rows, cols int
 	}{
+		{"q4_0", 1, 1024}, {"q4_0", 3, 4096},
 		{"q4_K", 1, 2048}, {"q4_K", 3, 6144}, {"affine4", 1, 1024}, {"affine4", 5, 3072},
 	}
 	for _, c := range cases {
@@ -186,6 +187,15 @@ func TestRepackInterleaved(t *testing.T) {
 		}
 		for r := 0; r < c.rows; r++ {
 			switch c.format {
+			case "q4_0":
+				rowBytes := c.cols / 32 * 18
+				for ch := 0; ch < c.cols/32; ch++ {
+					blk := raw[r*rowBytes+ch*18:]
+					tile := tiled[r*rowBytes+(ch/32)*576:]
+					k := ch % 32
+					same("d", r, ch, tile[2*k:][:2], blk[:2])
+					same("qs", r, ch, tile[64+16*k:][:16], blk[2:18])
+				}
 			case "q4_K":
 				rowBytes := c.cols / 256 * 144
 				for ch := 0; ch < c.cols/64; ch++ {
@@ -221,7 +231,8 @@ func TestRepackInterleaved(t *testing.T) {
 		rows, cols int
 		want       error
 	}{
-		{"no interleaved layout for q4_0", "q4_0", 18 * 64, 1, 2048, variants.ErrUnknownFormat},
+		{"no interleaved layout for q8_0", "q8_0", 34 * 64, 1, 2048, variants.ErrUnknownFormat},
+		{"q4_0 cols not a multiple of 1024", "q4_0", 18 * 16, 1, 512, variants.ErrShape},
 		{"q4_K cols not a multiple of 2048", "q4_K", 144 * 4, 1, 1024, variants.ErrShape},
 		{"affine4 cols not a multiple of 1024", "affine4", 288, 1, 512, variants.ErrShape},
 		{"no rows", "q4_K", 0, 0, 2048, variants.ErrShape},

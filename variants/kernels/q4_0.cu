@@ -4,7 +4,7 @@
 // a=1 (int8 x): isum = sum of (q-8)*qx by dp4a, exact; acc = fma(d*dx, isum, acc).
 
 struct Geo {
-    size_t rowBytes;  // bytes of one row (raw) or of one row's quant plane (l=1)
+    size_t rowBytes;  // bytes of one row (raw, warp tiles) or of one row's quant plane (l=1)
     size_t scaleOff;  // l=1: start of the scale plane
     int nb;           // blocks per row
 };
@@ -12,17 +12,26 @@ struct Geo {
 __device__ __forceinline__ Geo gemv_geo(int rows, int cols) {
     Geo g;
     g.nb = cols / 32;
-#if GEMV_L == 0
-    g.rowBytes = (size_t)g.nb * 18;
-    g.scaleOff = 0;
-#else
+#if GEMV_L == 1
     g.rowBytes = (size_t)g.nb * 16;
     g.scaleOff = (size_t)rows * g.rowBytes;
+#else
+    g.rowBytes = (size_t)g.nb * 18;
+    g.scaleOff = 0;
 #endif
     return g;
 }
 
-// A row's bytes: raw blocks (l=0), or its quant and scale planes (l=1).
+// l=2, interleaved warp tiles (variants.RepackInterleaved): blocks
+// 32t..32t+31 of a row form tile t, 576 bytes: their 32 d (64 bytes), then
+// their 32 x 16 qs bytes, so a warp's loads of either are one contiguous
+// run and a row is one stream.
+__device__ __forceinline__ const unsigned char* q40_tile(const unsigned char* row, int c) {
+    return row + (size_t)(c >> 5) * 576;
+}
+
+// A row's bytes: raw blocks or warp tiles (l=0, 2), or its quant and scale
+// planes (l=1).
 struct RowPtr { const unsigned char* q; const unsigned char* s; };
 
 __device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, const Geo& g, size_t row) {
@@ -35,9 +44,12 @@ __device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, c
 __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
 #if GEMV_L == 0
     gemv_pf(r.q + (size_t)c * 18);
-#else
+#elif GEMV_L == 1
     gemv_pf(r.q + (size_t)c * 16);
     gemv_pf(r.s + (size_t)c * 2);
+#else
+    gemv_pf(q40_tile(r.q, c) + 64 + 16 * (c & 31));
+    gemv_pf(q40_tile(r.q, c));
 #endif
 }
 
@@ -75,14 +87,21 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d
 }
 #else
 // Planar layout (l=1): 16 qs bytes per block in the quant plane (each row
-// 16-byte aligned) plus the 2-byte d in the scale plane. (A tiled layout
-// like q8_0's l=2 was measured 1-4 % slower than l=1 for q4_0 on the
-// H200, so q4_0 does not offer it.)
+// 16-byte aligned) plus the 2-byte d in the scale plane. Warp tiles (l=2):
+// the same loads from the row's tile. (Tiles of 8 blocks like q8_0's l=2
+// were measured 1-4 % slower than l=1 for q4_0 on the H200; tiles of 32,
+// one per warp step, are what l=2 is.)
 struct Chunk { uint4 q; u32 h; };
 
 __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
+#if GEMV_L == 1
     ch.q = gemv_ld128(r.q + (size_t)c * 16);
     ch.h = gemv_ld16(r.s + (size_t)c * 2);
+#else
+    const unsigned char* t = q40_tile(r.q, c);
+    ch.q = gemv_ld128(t + 64 + 16 * (c & 31));
+    ch.h = gemv_ld16(t + 2 * (c & 31));
+#endif
 }
 
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {
@@ -96,13 +115,19 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d
 }
 
 #if GEMV_S == 2
-// s=2 (l=1 only): the 16 quant bytes and the 4-byte scale word of blocks
+// s=2 (l=1, 2): the 16 quant bytes and the 4-byte scale word of blocks
 // 2m and 2m+1 (the gate asks cols to be a multiple of 64, so the word stays
 // inside the row) through the shared-memory ring (prelude.cu); a dead row
 // lands zeros.
 __device__ __forceinline__ void chunk_issue(u32 s16, u32 s4, const RowPtr& r, int c, bool live) {
+#if GEMV_L == 1
     gemv_cp16(s16, r.q + (size_t)c * 16, live);
     gemv_cp4(s4, r.s + (size_t)(c >> 1) * 4, live);
+#else
+    const unsigned char* t = q40_tile(r.q, c);
+    gemv_cp16(s16, t + 64 + 16 * (c & 31), live);
+    gemv_cp4(s4, t + 4 * ((c & 31) >> 1), live);
+#endif
 }
 
 __device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) {
