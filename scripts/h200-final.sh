@@ -2,28 +2,32 @@
 # The fifth session's final measurements (docs/results.md, "Kernels v6"),
 # from the repository root after
 # `GPU_TEST_PKGS="./internal/gpu ./variants ./tuner" scripts/gpu-test.sh build`
-# (carry .gpubin; $OUT is where files go back). Two device calls, each
-# under the 10-minute limit:
-#   scripts/h200-final.sh tune    the driver tests (the PDL chain among
-#                                 them), the kernel families on the GPU
-#                                 (sampled), the planted-variant tuner test,
-#                                 and a cold full tune of llama-3-8b, timed
-#                                 ($OUT/run.json.gz, show.txt)
-#   scripts/h200-final.sh bench   tunes 28672x8192 and 4096x14336 for every
-#                                 format, then `autotune bench` at both from
-#                                 that cache (with the same-bytes read and
-#                                 the PDL chain): $OUT/bench.txt
+# (carry .gpubin; $OUT is where files go back). Parts, run in the order
+# given (each device call must stay under 10 minutes):
+#   tests   the driver tests (the PDL chain among them), the kernel
+#           families on the GPU (sampled), the planted-variant tuner test
+#   tune    a cold full tune of llama-3-8b, timed ($OUT/run.json.gz,
+#           show.txt)
+#   bench   tunes 28672x8192 (and 4096x14336 unless tune ran) for every
+#           format, then `autotune bench` at both from that cache (with the
+#           same-bytes read and the PDL chain): $OUT/bench.txt
+# The fifth session ran `tests tune` (before the search skipped the raw
+# layouts), then `tune bench` in a second call.
 export XDG_CACHE_HOME=/tmp/xdg
 R=$(pwd)
 A=$R/.gpubin/autotune
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
-case "${1:-}" in
-tune)
+[ $# -gt 0 ] || { echo "usage: scripts/h200-final.sh tests|tune|bench ..." >&2; exit 2; }
+for part in "$@"; do
+case "$part" in
+tests)
 	(cd internal/gpu && timeout 120 $R/.gpubin/internal_gpu.test -test.v > $OUT/gtest.log 2>&1; echo "internal_gpu.test exit $?"; grep -E "^(--- FAIL|ok|PASS|FAIL)|TestPDLChain" $OUT/gtest.log | head -5)
 	(cd variants && GEMV_TEST_SPACE=sample timeout 200 $R/.gpubin/variants.test -test.short -test.run 'TestFamiliesOnGPU' -test.v > $OUT/vtest.log 2>&1); rc=$?
 	echo "variants.test exit $rc"; grep -E "^(---|    ---|ok|PASS|FAIL)" $OUT/vtest.log | head -8
 	[ $rc -eq 0 ] || { grep -B3 -A3 "FAIL\|Error" $OUT/vtest.log | head -40; exit 1; }
 	(cd tuner && timeout 70 $R/.gpubin/tuner.test -test.run 'TestPlanted' -test.v > $OUT/ttest.log 2>&1; echo "tuner.test exit $?"; grep "^--- \|^PASS\|^FAIL\|same-bytes" $OUT/ttest.log | head -6)
+	;;
+tune)
 	t0=$(date +%s)
 	timeout 400 $A --arch sm_90 --model llama-3-8b --json --cache /tmp/gemv-tune.db 2>$OUT/tune.err | gzip -c > $OUT/run.json.gz
 	echo "tune exit ${PIPESTATUS[0]} wall $(( $(date +%s) - t0 )) s"
@@ -32,11 +36,12 @@ tune)
 	;;
 bench)
 	t0=$(date +%s)
-	timeout 400 $A --arch sm_90 --shapes 28672x8192,4096x14336 --json --cache /tmp/gemv-tune.db 2>$OUT/tune.err | gzip -c > $OUT/tune_bench.json.gz
+	timeout 400 $A --arch sm_90 --shapes 28672x8192,4096x14336 --json --cache /tmp/gemv-tune.db 2>$OUT/tune_bench.err | gzip -c > $OUT/tune_bench.json.gz
 	echo "tune exit ${PIPESTATUS[0]} wall $(( $(date +%s) - t0 )) s"
 	timeout 150 $A bench --arch sm_90 --shape 28672x8192,4096x14336 --cache /tmp/gemv-tune.db > $OUT/bench.txt 2>$OUT/bench.err
 	echo "bench exit $?"
 	cat $OUT/bench.txt
 	;;
-*) echo "usage: scripts/h200-final.sh tune|bench" >&2; exit 2 ;;
+*) echo "usage: scripts/h200-final.sh tests|tune|bench ..." >&2; exit 2 ;;
 esac
+done

@@ -9,10 +9,11 @@ import (
 	"github.com/gemvtune/gemvtune/variants"
 )
 
-// sourcesFor lists every candidate of a family that some arch limits allow
-// at all (shape-specific shared memory is checked per job), stock first.
+// sourcesFor lists every candidate of a family the tuner searches that some
+// arch limits allow at all (shape-specific shared memory is checked per
+// job), stock first; with only, exactly those.
 func sourcesFor(fam variants.Family, lim space.Limits, only []string) ([]source, error) {
-	ok, _ := space.Enumerate(lim, variants.KnobsOf(fam), nil)
+	ok, _ := searchSpace(fam, lim, nil)
 	if len(only) > 0 {
 		ok = ok[:0]
 		for _, id := range only {

@@ -27,7 +27,8 @@ func TestBuildFloorsStopAtSpill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	heavy := map[string]bool{"r2f0u8s0w16": true, "r4f0u4s1w8": true, "r1f0u1s0w8": true}
+	// Planar (l=1): the tuner does not search raw q8_0 variants (layouts.go).
+	heavy := map[string]bool{"r2f0u8s0w16l1": true, "r4f0u4s1w8l1": true, "r1f0u1s0w8l1": true}
 	candidateFilter = func(p space.Params) bool {
 		q := p
 		q.F = 0

@@ -33,7 +33,7 @@ func Plan(arch string, jobs []Job, budget int) ([]PlanEntry, error) {
 		if err != nil {
 			return nil, err
 		}
-		ok, excl := space.Enumerate(lim, variants.KnobsOf(fam), func(p space.Params) int {
+		ok, excl := searchSpace(fam, lim, func(p space.Params) int {
 			return int(fam.Launch(p, j.Rows, j.Cols).SharedBytes)
 		})
 		e := PlanEntry{Job: j, Reasons: map[string]int{}}

@@ -1,0 +1,72 @@
+package tuner
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+func TestSearchSpaceLayouts(t *testing.T) {
+	lim, err := space.LimitsFor("sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		format, id string
+		searched   bool
+		reason     string
+	}{
+		{"q4_0", "v1", true, ""},
+		{"q4_0", "r2f0u2s1w16a1", false, "q4_0 l=0 (raw bytes) is not searched"},
+		{"q4_0", "r2f0u2s1w16l1a1", true, ""},
+		{"q4_0", "r2f0u2s2w16l2a1", true, ""},
+		{"q8_0", "r2f0u2s2w16l1a1", true, ""},
+		{"q8_0", "r2f0u2s2w16l2a1", false, "q8_0 l=2 (tiles of 8 blocks) is not searched"},
+		{"q8_0", "r1f0u2s0w8", false, "q8_0 l=0"},
+		{"q4_K", "r1f0u1s1w16a1", false, "q4_K l=0"},
+		{"q4_K", "r1f0u1s1w16l1a1", true, ""},
+		{"affine4", "r1f0u4s1w16a1", false, "affine4 l=0"},
+		{"affine4", "r1f0u4s1w16l1a1", true, ""},
+		{"bf16", "r4f0u4s2w8", true, ""}, // bf16 has only raw bytes
+	}
+	spaces := map[string]map[space.Params]string{}
+	for _, tc := range tests {
+		fam, err := variants.FamilyOf(tc.format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spaces[tc.format] == nil {
+			ok, excl := searchSpace(fam, lim, nil)
+			m := map[space.Params]string{}
+			for _, p := range ok {
+				m[p] = ""
+			}
+			for _, x := range excl {
+				m[x.Params] = x.Reason
+			}
+			spaces[tc.format] = m
+		}
+		p, err := space.Parse(tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		reason, inSpace := spaces[tc.format][p]
+		if !inSpace {
+			t.Fatalf("%s %s: neither searched nor excluded", tc.format, tc.id)
+		}
+		if (reason == "") != tc.searched || !strings.Contains(reason, tc.reason) {
+			t.Errorf("%s %s: exclusion %q, want searched=%v with %q", tc.format, tc.id, reason, tc.searched, tc.reason)
+		}
+		// The space itself keeps every layout (GPU tests, forced variants).
+		ok, _ := space.Enumerate(lim, variants.KnobsOf(fam), nil)
+		found := false
+		for _, q := range ok {
+			found = found || q == p
+		}
+		if !found {
+			t.Errorf("%s %s: missing from space.Enumerate", tc.format, tc.id)
+		}
+	}
+}
