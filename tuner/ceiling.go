@@ -78,20 +78,24 @@ func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 		// ceilings read 4286-4433 GB/s on one machine, the lowest first,
 		// which flattered that job's % of the ceiling by 3 %.
 		warmCfg := gpu.LaunchConfig{Grid: [3]uint32{uint32(w.info.SMs * 2), 1, 1}, Block: [3]uint32{1024, 1, 1}}
-		for warm, n := time.Duration(0), 0; warm < minWarmup && n < 400; n++ { // about 210 reads of 1 GiB
+		// timeOne times one launch of the read with cfg between the events.
+		timeOne := func(cfg gpu.LaunchConfig) (time.Duration, error) {
 			if err := c.Record(e0, 0); err != nil {
-				return err
+				return 0, err
 			}
-			if err := c.Launch(fn, warmCfg, args); err != nil {
-				return err
+			if err := c.Launch(fn, cfg, args); err != nil {
+				return 0, err
 			}
 			if err := c.Record(e1, 0); err != nil {
-				return err
+				return 0, err
 			}
 			if err := c.WaitEvent(e1, roundTimeout); err != nil {
-				return err
+				return 0, err
 			}
-			d, err := c.Elapsed(e0, e1)
+			return c.Elapsed(e0, e1)
+		}
+		for warm, n := time.Duration(0), 0; warm < minWarmup && n < 400; n++ { // about 210 reads of 1 GiB
+			d, err := timeOne(warmCfg)
 			if err != nil {
 				return err
 			}
@@ -101,19 +105,7 @@ func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 			cfg := gpu.LaunchConfig{Grid: [3]uint32{uint32(w.info.SMs * g[0]), 1, 1}, Block: [3]uint32{uint32(g[1]), 1, 1}}
 			var times []float64
 			for rep := 0; rep < 12; rep++ {
-				if err := c.Record(e0, 0); err != nil {
-					return err
-				}
-				if err := c.Launch(fn, cfg, args); err != nil {
-					return err
-				}
-				if err := c.Record(e1, 0); err != nil {
-					return err
-				}
-				if err := c.WaitEvent(e1, roundTimeout); err != nil {
-					return err
-				}
-				d, err := c.Elapsed(e0, e1)
+				d, err := timeOne(cfg)
 				if err != nil {
 					return err
 				}

@@ -3,7 +3,6 @@ package variants_test
 import (
 	"bytes"
 	"errors"
-	"math/rand/v2"
 	"testing"
 
 	"github.com/gemvtune/gemvtune/variants"
@@ -19,18 +18,8 @@ func TestRepackPlanes(t *testing.T) {
 		{"q8_0", 1, 32, 32}, {"q8_0", 5, 160, 32}, {"q8_0", 32, 2048, 32},
 	}
 	for _, c := range cases {
-		rng := rand.New(rand.NewPCG(17, uint64(c.rows)))
-		raw, err := mustFormat(t, c.format).Quantize(randWeights(rng, c.rows*c.cols), c.rows, c.cols)
-		if err != nil {
-			t.Fatal(err)
-		}
-		planes, err := variants.RepackPlanes(c.format, raw, c.rows, c.cols)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(planes) != len(raw) {
-			t.Fatalf("%s %dx%d: %d bytes repacked from %d raw", c.format, c.rows, c.cols, len(planes), len(raw))
-		}
+		raw := randomQuantized(t, mustFormat(t, c.format), c.rows, c.cols, 17+uint64(c.rows))
+		planes := repackSameSize(t, variants.RepackPlanes, c.format, raw, c.rows, c.cols)
 		// Check the layout of docs/formats.md byte by byte.
 		nb := c.cols / 32
 		rowQuant := nb * c.quantBytes
@@ -62,13 +51,7 @@ func TestRepackPlanes(t *testing.T) {
 }
 
 func TestRepackPlanesErrors(t *testing.T) {
-	cases := []struct {
-		name       string
-		format     string
-		n          int
-		rows, cols int
-		want       error
-	}{
+	cases := []repackErrorCase{
 		{"no planar layout for q4_K", "q4_K", 144, 1, 256, variants.ErrUnknownFormat},
 		{"unknown format", "q5_1", 18, 1, 32, variants.ErrUnknownFormat},
 		{"cols not a multiple of 32", "q4_0", 18, 1, 40, variants.ErrShape},
@@ -77,13 +60,7 @@ func TestRepackPlanesErrors(t *testing.T) {
 		{"long buffer", "q8_0", 35, 1, 32, variants.ErrBuffer},
 	}
 	for _, c := range cases {
-		for name, fn := range map[string]func(string, []byte, int, int) ([]byte, error){
-			"RepackPlanes": variants.RepackPlanes, "UnpackPlanes": variants.UnpackPlanes,
-		} {
-			if _, err := fn(c.format, make([]byte, c.n), c.rows, c.cols); !errors.Is(err, c.want) {
-				t.Errorf("%s: %s error = %v, want %v", c.name, name, err, c.want)
-			}
-		}
+		checkRepackError(t, c, map[string]repackFunc{"RepackPlanes": variants.RepackPlanes, "UnpackPlanes": variants.UnpackPlanes})
 	}
 }
 
@@ -96,18 +73,8 @@ func TestRepackTiles(t *testing.T) {
 		{"q8_0", 1, 256, 32}, {"q8_0", 5, 1280, 32}, {"q8_0", 32, 2048, 32},
 	}
 	for _, c := range cases {
-		rng := rand.New(rand.NewPCG(19, uint64(c.rows)))
-		raw, err := mustFormat(t, c.format).Quantize(randWeights(rng, c.rows*c.cols), c.rows, c.cols)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tiles, err := variants.RepackTiles(c.format, raw, c.rows, c.cols)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(tiles) != len(raw) {
-			t.Fatalf("%s %dx%d: %d bytes repacked from %d raw", c.format, c.rows, c.cols, len(tiles), len(raw))
-		}
+		raw := randomQuantized(t, mustFormat(t, c.format), c.rows, c.cols, 19+uint64(c.rows))
+		tiles := repackSameSize(t, variants.RepackTiles, c.format, raw, c.rows, c.cols)
 		// The layout of docs/formats.md byte by byte: block k of row r is
 		// in tile k/8 of the row, its d at 2·(k%8), its qs after the 16
 		// bytes of d at (k%8)·quantBytes.
@@ -134,25 +101,13 @@ func TestRepackTiles(t *testing.T) {
 			t.Fatalf("%s %dx%d: UnpackTiles(RepackTiles(raw)) != raw (%v)", c.format, c.rows, c.cols, err)
 		}
 	}
-	for _, c := range []struct {
-		name       string
-		format     string
-		n          int
-		rows, cols int
-		want       error
-	}{
+	for _, c := range []repackErrorCase{
 		{"no tiled layout for q4_K", "q4_K", 144, 1, 256, variants.ErrUnknownFormat},
 		{"no tiled layout for q4_0", "q4_0", 18 * 8, 1, 256, variants.ErrUnknownFormat},
 		{"cols not a multiple of 256", "q8_0", 34 * 4, 1, 128, variants.ErrShape},
 		{"short buffer", "q8_0", 271, 1, 256, variants.ErrBuffer},
 	} {
-		for name, fn := range map[string]func(string, []byte, int, int) ([]byte, error){
-			"RepackTiles": variants.RepackTiles, "UnpackTiles": variants.UnpackTiles,
-		} {
-			if _, err := fn(c.format, make([]byte, c.n), c.rows, c.cols); !errors.Is(err, c.want) {
-				t.Errorf("%s: %s error = %v, want %v", c.name, name, err, c.want)
-			}
-		}
+		checkRepackError(t, c, map[string]repackFunc{"RepackTiles": variants.RepackTiles, "UnpackTiles": variants.UnpackTiles})
 	}
 }
 
@@ -165,18 +120,8 @@ func TestRepackInterleaved(t *testing.T) {
 		{"q4_K", 1, 2048}, {"q4_K", 3, 6144}, {"affine4", 1, 1024}, {"affine4", 5, 3072},
 	}
 	for _, c := range cases {
-		rng := rand.New(rand.NewPCG(23, uint64(c.rows)))
-		raw, err := mustFormat(t, c.format).Quantize(randWeights(rng, c.rows*c.cols), c.rows, c.cols)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tiled, err := variants.RepackInterleaved(c.format, raw, c.rows, c.cols)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(tiled) != len(raw) {
-			t.Fatalf("%s %dx%d: %d bytes repacked from %d raw", c.format, c.rows, c.cols, len(tiled), len(raw))
-		}
+		raw := randomQuantized(t, mustFormat(t, c.format), c.rows, c.cols, 23+uint64(c.rows))
+		tiled := repackSameSize(t, variants.RepackInterleaved, c.format, raw, c.rows, c.cols)
 		// The byte map of docs/formats.md, chunk by chunk: what lane k of
 		// a warp loads for chunk c = 32t + k of row r.
 		same := func(what string, r, chunk int, got, want []byte) {
@@ -224,13 +169,7 @@ func TestRepackInterleaved(t *testing.T) {
 			t.Fatalf("%s %dx%d: UnpackInterleaved(RepackInterleaved(raw)) != raw (%v)", c.format, c.rows, c.cols, err)
 		}
 	}
-	for _, c := range []struct {
-		name       string
-		format     string
-		n          int
-		rows, cols int
-		want       error
-	}{
+	for _, c := range []repackErrorCase{
 		{"no interleaved layout for q8_0", "q8_0", 34 * 64, 1, 2048, variants.ErrUnknownFormat},
 		{"q4_0 cols not a multiple of 1024", "q4_0", 18 * 16, 1, 512, variants.ErrShape},
 		{"q4_K cols not a multiple of 2048", "q4_K", 144 * 4, 1, 1024, variants.ErrShape},
@@ -239,12 +178,43 @@ func TestRepackInterleaved(t *testing.T) {
 		{"short buffer", "affine4", 575, 1, 1024, variants.ErrBuffer},
 		{"long buffer", "q4_K", 1153, 1, 2048, variants.ErrBuffer},
 	} {
-		for name, fn := range map[string]func(string, []byte, int, int) ([]byte, error){
-			"RepackInterleaved": variants.RepackInterleaved, "UnpackInterleaved": variants.UnpackInterleaved,
-		} {
-			if _, err := fn(c.format, make([]byte, c.n), c.rows, c.cols); !errors.Is(err, c.want) {
-				t.Errorf("%s: %s error = %v, want %v", c.name, name, err, c.want)
-			}
+		checkRepackError(t, c, map[string]repackFunc{"RepackInterleaved": variants.RepackInterleaved, "UnpackInterleaved": variants.UnpackInterleaved})
+	}
+}
+
+// repackFunc is the signature of the repack functions and their inverses.
+type repackFunc func(format string, b []byte, rows, cols int) ([]byte, error)
+
+// repackErrorCase is a bad call: n bytes of format at rows x cols, and the
+// error it must wrap.
+type repackErrorCase struct {
+	name       string
+	format     string
+	n          int
+	rows, cols int
+	want       error
+}
+
+// checkRepackError makes the bad call c to every function of fns.
+func checkRepackError(t *testing.T, c repackErrorCase, fns map[string]repackFunc) {
+	t.Helper()
+	for name, fn := range fns {
+		if _, err := fn(c.format, make([]byte, c.n), c.rows, c.cols); !errors.Is(err, c.want) {
+			t.Errorf("%s: %s error = %v, want %v", c.name, name, err, c.want)
 		}
 	}
+}
+
+// repackSameSize repacks raw with fn and checks that the layout has
+// exactly raw's bytes.
+func repackSameSize(t *testing.T, fn repackFunc, format string, raw []byte, rows, cols int) []byte {
+	t.Helper()
+	b, err := fn(format, raw, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != len(raw) {
+		t.Fatalf("%s %dx%d: %d bytes repacked from %d raw", format, rows, cols, len(b), len(raw))
+	}
+	return b
 }
