@@ -324,9 +324,10 @@ func (f *family) stagedBytes(cols int) int {
 	return n
 }
 
-// Repack converts raw bytes to layout: 0 returns raw as is, 1 is the planar
-// layout of q4_0 and q8_0 (RepackPlanes) and the interleaved one of q4_K
-// and affine4 (RepackInterleaved), 2 q8_0's tiled layout (RepackTiles).
+// Repack converts raw bytes to layout: 0 returns raw as is; 1 is the
+// planar layout of q4_0 and q8_0 (RepackPlanes) and the interleaved one of
+// q4_K and affine4 (RepackInterleaved); 2 is q8_0's tiled layout
+// (RepackTiles) and q4_0's interleaved one.
 func (f *family) Repack(raw []byte, rows, cols, layout int) ([]byte, error) {
 	if !slices.Contains(f.layouts, layout) {
 		return nil, fmt.Errorf("%w: %s has no layout l=%d (accepted: %s)", ErrShape, f.format, layout, joinInts(f.layouts))
