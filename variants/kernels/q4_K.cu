@@ -113,12 +113,26 @@ __device__ __forceinline__ void q4k_scales(const uint4& h, int j, float& d1, flo
 __device__ __forceinline__ int q4k_quarter(int c) { return (int)(threadIdx.x & 3u); }
 
 #if GEMV_A
+// dp4a with a's bytes unsigned (0..255): a high nibble can then stay in
+// place, byte & 0xF0 = 16 * nibble, and the sum is divided by 16 once
+// (exact: every term is a multiple of 16), not shifted word by word.
+__device__ __forceinline__ int q4k_dp4a_hi(u32 a, int b, int c) {
+    int r;
+    asm("dp4a.u32.s32 %0, %1, %2, %3;" : "=r"(r) : "r"(a & 0xF0F0F0F0u), "r"(b), "r"(c));
+    return r;
+}
+
 // a=1: half h of chunk c is x group 2c+h, int8 q (words xl = q[0..15],
 // xh = q[16..31]) with scale dx and sum sx (prelude.cu). qs word k (a.x..
 // b.w, k = 0..7) holds weights 4k..4k+3 of the half: low nibbles for h=0,
-// high for h=1; they pair with q word k. isum = dp4a chain, exact
-// (|.| <= 32*15*127); acc = acc + fma(d1*dx, isum, -((m1*dx) * sx)).
-#define Q4K_NIB(w) (half == 0 ? ((w) & 0x0F0F0F0Fu) : (((w) >> 4) & 0x0F0F0F0Fu))
+// high for h=1; they pair with q word k. isum = two dp4a chains (words
+// a.* and b.*, independent, so half as long as one), exact (|.| <=
+// 32*15*127, x16 for the high nibbles, which stay in place: q4k_dp4a_hi,
+// then one shift); acc = acc + fma(d1*dx, isum, -((m1*dx) * sx)). On the
+// H200 this took r1f0u1s1w16g7l1a1 from 35.08 to 34.57 µs at 28672x8192
+// (docs/results.md); the same rewrite of q4_0 and affine4 gained nothing
+// and made one of affine4's winners spill, so they keep one chain.
+#define Q4K_DP(w, xv, acc) (half == 0 ? gemv_dp4a((int)((w) & 0x0F0F0F0Fu), (int)(xv), (acc)) : q4k_dp4a_hi((w), (int)(xv), (acc)))
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
     const int j = q4k_quarter(c);
 #pragma unroll
@@ -130,15 +144,16 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
 #pragma unroll
         for (int i = 0; i < GEMV_R; i++) {
             const uint4 a = ch[i].a, b = ch[i].b;
-            int s = 0;
-            s = gemv_dp4a((int)Q4K_NIB(a.x), (int)xl.x, s);
-            s = gemv_dp4a((int)Q4K_NIB(a.y), (int)xl.y, s);
-            s = gemv_dp4a((int)Q4K_NIB(a.z), (int)xl.z, s);
-            s = gemv_dp4a((int)Q4K_NIB(a.w), (int)xl.w, s);
-            s = gemv_dp4a((int)Q4K_NIB(b.x), (int)xh.x, s);
-            s = gemv_dp4a((int)Q4K_NIB(b.y), (int)xh.y, s);
-            s = gemv_dp4a((int)Q4K_NIB(b.z), (int)xh.z, s);
-            s = gemv_dp4a((int)Q4K_NIB(b.w), (int)xh.w, s);
+            int s = 0, t = 0;
+            s = Q4K_DP(a.x, xl.x, s);
+            t = Q4K_DP(b.x, xh.x, t);
+            s = Q4K_DP(a.y, xl.y, s);
+            t = Q4K_DP(b.y, xh.y, t);
+            s = Q4K_DP(a.z, xl.z, s);
+            t = Q4K_DP(b.z, xh.z, t);
+            s = Q4K_DP(a.w, xl.w, s);
+            t = Q4K_DP(b.w, xh.w, t);
+            s = half == 0 ? s + t : (s + t) >> 4;
             float d1, m1, d2, m2;
             q4k_scales(ch[i].h, j, d1, m1, d2, m2);
             const float dd = half == 0 ? d1 : d2;
