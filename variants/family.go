@@ -125,17 +125,38 @@ type repackedLayout struct {
 	repack func(format string, raw []byte, rows, cols int) ([]byte, error)
 	cols   int
 	name   string
+	fn     string // the exported repack function, for LayoutDescription
 }
 
 // Layouts of the repacked kinds, for the families' tables.
 var (
-	planesLayout = repackedLayout{repack: RepackPlanes, name: "planes"}
-	tilesLayout  = repackedLayout{repack: RepackTiles, cols: TileWeights, name: "tiles of 8 blocks"}
+	planesLayout = repackedLayout{repack: RepackPlanes, name: "planes", fn: "RepackPlanes"}
+	tilesLayout  = repackedLayout{repack: RepackTiles, cols: TileWeights, name: "tiles of 8 blocks", fn: "RepackTiles"}
 )
 
 // interleavedLayout is format's interleaved layout (RepackInterleaved).
 func interleavedLayout(format string) repackedLayout {
-	return repackedLayout{repack: RepackInterleaved, cols: InterleavedTileWeights(format), name: "interleaved warp tiles"}
+	return repackedLayout{repack: RepackInterleaved, cols: InterleavedTileWeights(format),
+		name: "interleaved warp tiles", fn: "RepackInterleaved"}
+}
+
+// LayoutDescription says in words what layout l of format is and which
+// function builds it from raw bytes, e.g. "interleaved warp tiles
+// (variants.RepackInterleaved)"; "raw bytes" for l = 0, and "" for a
+// layout the format does not have.
+func LayoutDescription(format string, l int) string {
+	f, ok := families[format].(*family)
+	switch {
+	case l == 0:
+		return "raw bytes"
+	case !ok:
+		return ""
+	}
+	rl, ok := f.repacked[l]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("%s (variants.%s)", rl.name, rl.fn)
 }
 
 // Activations lists knob a's values: 0 (f32 activations) and, for the

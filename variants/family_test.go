@@ -299,3 +299,26 @@ func TestRepack(t *testing.T) {
 		}
 	}
 }
+
+func TestLayoutDescription(t *testing.T) {
+	tests := []struct {
+		format string
+		l      int
+		want   string
+	}{
+		{"q4_0", 0, "raw bytes"},
+		{"q4_0", 1, "planes (variants.RepackPlanes)"},
+		{"q4_0", 2, "interleaved warp tiles (variants.RepackInterleaved)"},
+		{"q8_0", 2, "tiles of 8 blocks (variants.RepackTiles)"},
+		{"q4_K", 1, "interleaved warp tiles (variants.RepackInterleaved)"},
+		{"affine4", 1, "interleaved warp tiles (variants.RepackInterleaved)"},
+		{"bf16", 1, ""},
+		{"q4_K", 2, ""},
+		{"q5_1", 1, ""},
+	}
+	for _, tc := range tests {
+		if got := variants.LayoutDescription(tc.format, tc.l); got != tc.want {
+			t.Errorf("LayoutDescription(%s, %d) = %q, want %q", tc.format, tc.l, got, tc.want)
+		}
+	}
+}

@@ -105,7 +105,14 @@ func pdlVerdict(pdlUS, us float64) string {
 func writeLookup(w io.Writer, o lookupJSON) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s: %s (%s)\n", o.Arch, o.Format, o.Shape, o.ID, o.Params.ID())
-	fmt.Fprintf(&b, "  source  %s\n  reason  %s\n  class   %s\n  layout  %d\n", o.Source, o.Reason, o.Class, o.Layout)
+	fmt.Fprintf(&b, "  source  %s\n  reason  %s\n  class   %s\n  layout  %d", o.Source, o.Reason, o.Class, o.Layout)
+	if d := variants.LayoutDescription(o.Format, o.Layout); d != "" {
+		fmt.Fprintf(&b, ": %s", d)
+	}
+	if o.Layout != 0 {
+		b.WriteString(", repacked once at load")
+	}
+	b.WriteString("\n")
 	if l := o.Launch; l != nil {
 		fmt.Fprintf(&b, "  launch  grid %d, block %d, %d bytes of dynamic shared memory\n", l.Grid[0], l.Block[0], l.SharedBytes)
 	}

@@ -109,6 +109,21 @@ func TestLookupCommand(t *testing.T) {
 	if !strings.Contains(out.String(), `"grid": [`) {
 		t.Errorf("--json launch keys:\n%s", out.String())
 	}
+	// The text names the layout and the function that builds it.
+	for _, tc := range []struct{ id, want string }{
+		{"r2f0u2s2w16l2a1", "layout  2: interleaved warp tiles (variants.RepackInterleaved), repacked once at load\n"},
+		{"r2f0u2s2w16l1a1", "layout  1: planes (variants.RepackPlanes), repacked once at load\n"},
+		{"v1", "layout  0: raw bytes\n"},
+	} {
+		out.Reset()
+		env = func(k string) (string, bool) { return tc.id, k == "GEMV_FORCE_VARIANT" }
+		if err := lookupMain([]string{"--arch=sm_90", "--format=q4_0", "--shape=4096x4096", "--cache=" + path}, &out, &errOut, env); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%s: output lacks %q:\n%s", tc.id, tc.want, out.String())
+		}
+	}
 }
 
 func TestLookupCommandErrors(t *testing.T) {
