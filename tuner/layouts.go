@@ -7,8 +7,9 @@ import (
 	"github.com/gemvtune/gemvtune/variants"
 )
 
-// untunedLayout says why the tuner does not search variant p of format, or
-// "" when it does. The space (space.Enumerate) keeps every layout, so the
+// untunedLayout says why the tuner does not search variant p of the format
+// called name (repacked: it has a layout other than raw), or "" when it
+// does. The space (space.Enumerate) keeps every layout, so the
 // GPU tests and forced variants cover them all; the search skips layouts
 // that the fifth session's full tune of llama-3-8b on the H200 (run11,
 // docs/results.md) never picked, which halved the compile of the formats
@@ -20,12 +21,11 @@ import (
 //     at every shape since the planes got the weight ring.
 //
 // `autotune bench --variants` still measures any of them.
-func untunedLayout(fam variants.Family, p space.Params) string {
+func untunedLayout(name string, repacked bool, p space.Params) string {
 	if p == space.Stock {
 		return ""
 	}
-	name := fam.Format().Name()
-	if p.L == 0 && len(fam.Layouts()) > 1 {
+	if p.L == 0 && repacked {
 		return fmt.Sprintf("%s l=0 (raw bytes) is not searched: its repacked layouts beat it at every llama-3-8b shape on the H200 (docs/results.md); stock stays raw", name)
 	}
 	if name == "q8_0" && p.L == 2 {
@@ -39,8 +39,9 @@ func untunedLayout(fam variants.Family, p space.Params) string {
 // exclusions with their reason.
 func searchSpace(fam variants.Family, lim space.Limits, smemFor func(space.Params) int) (ok []space.Params, excluded []space.Exclusion) {
 	all, excluded := space.Enumerate(lim, variants.KnobsOf(fam), smemFor)
+	name, repacked := fam.Format().Name(), len(fam.Layouts()) > 1
 	for _, p := range all {
-		if reason := untunedLayout(fam, p); reason != "" {
+		if reason := untunedLayout(name, repacked, p); reason != "" {
 			excluded = append(excluded, space.Exclusion{Params: p, Reason: reason})
 			continue
 		}
