@@ -31,7 +31,7 @@ func TestEnvInvalid(t *testing.T) {
 		{"GEMV_MIN_BLOCKS", "-1", `GEMV_MIN_BLOCKS="-1": accepted 0, 1, 2, 3, 4, 6, 8`},
 		{"GEMV_UNROLL", "3", `GEMV_UNROLL="3": accepted 1, 2, 4, 8`},
 		{"GEMV_UNROLL", "04", `GEMV_UNROLL="04": accepted 1, 2, 4, 8`},
-		{"GEMV_SMEM_STAGING", "3", `GEMV_SMEM_STAGING="3": accepted 0, 1, 2`},
+		{"GEMV_SMEM_STAGING", "4", `GEMV_SMEM_STAGING="4": accepted 0, 1, 2, 3`},
 		{"GEMV_WARPS", "32", `GEMV_WARPS="32": accepted 2, 4, 8, 16`},
 		{"GEMV_WARPS", " 8", `GEMV_WARPS=" 8"`},
 	}
@@ -71,6 +71,7 @@ func TestEnvValid(t *testing.T) {
 		{"GEMV_UNROLL", "8", "forced", "r2f0u8s0w8"},
 		{"GEMV_SMEM_STAGING", "1", "forced", "r2f0u1s1w8"},
 		{"GEMV_SMEM_STAGING", "2", "forced-gate-failed", "v1"}, // q4_0's ring needs l=1
+		{"GEMV_SMEM_STAGING", "3", "forced-gate-failed", "v1"}, // q4_0's bulk ring needs l=2
 		{"GEMV_WARPS", "2", "forced", "r2f0u1s0w2"},
 		{"GEMV_TUNE_CACHE", "/ignored/because/CachePath/is/set", "tuned", "r2f0u1s0w8"},
 	}

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The fifth session's final measurements (docs/results.md, "Kernels v6"),
+# The final measurements of a session (docs/results.md, "Kernels v7"),
 # from the repository root after
 # `GPU_TEST_PKGS="./internal/gpu ./variants ./tuner" scripts/gpu-test.sh build`
 # (carry .gpubin; $OUT is where files go back). Parts, run in the order
@@ -11,13 +11,17 @@
 #   bench   tunes 28672x8192 (and 4096x14336 unless tune ran) for every
 #           format, then `autotune bench` at both from that cache (with the
 #           same-bytes read and the PDL chain): $OUT/bench.txt
-# The fifth session ran `tests tune` (before the search skipped the raw
-# layouts), then `tune bench` in a second call.
+#   sass    writes the GPU test's default cubins and counts, per variant
+#           with a weight ring among them (its s=3 sample), the SASS
+#           instructions that show what is copied and how (LDGSTS, UBLKCP,
+#           SYNCS, LDS, LDG): $OUT/sass.txt
+# The sixth session ran `tests`, then `sass` and `tune bench` (the wall
+# time of `tune` is also in $OUT/tune_wall.txt).
 export XDG_CACHE_HOME=/tmp/xdg
 R=$(pwd)
 A=$R/.gpubin/autotune
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
-[ $# -gt 0 ] || { echo "usage: scripts/h200-final.sh tests|tune|bench ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: scripts/h200-final.sh tests|tune|bench|sass ..." >&2; exit 2; }
 for part in "$@"; do
 case "$part" in
 tests)
@@ -30,7 +34,7 @@ tests)
 tune)
 	t0=$(date +%s)
 	timeout 400 $A --arch sm_90 --model llama-3-8b --json --cache /tmp/gemv-tune.db 2>$OUT/tune.err | gzip -c > $OUT/run.json.gz
-	echo "tune exit ${PIPESTATUS[0]} wall $(( $(date +%s) - t0 )) s"
+	echo "tune exit ${PIPESTATUS[0]} wall $(( $(date +%s) - t0 )) s" | tee $OUT/tune_wall.txt
 	tail -3 $OUT/tune.err
 	$A show --cache /tmp/gemv-tune.db > $OUT/show.txt 2>&1
 	;;
@@ -42,6 +46,14 @@ bench)
 	echo "bench exit $?"
 	cat $OUT/bench.txt
 	;;
-*) echo "usage: scripts/h200-final.sh tests|tune|bench ..." >&2; exit 2 ;;
+sass)
+	rm -rf /tmp/cubins && mkdir -p /tmp/cubins
+	(cd variants && GEMV_WRITE_CUBINS=/tmp/cubins timeout 120 $R/.gpubin/variants.test -test.run TestWriteCubins > $OUT/cubins.log 2>&1; echo "write cubins exit $?")
+	for f in /tmp/cubins/*s[23]w*.cubin; do
+		echo "== $(basename $f .cubin): $(cuobjdump -sass $f | grep -oE '(UBLKCP|SYNCS\.[A-Z.]+|LDGSTS|LDS(\.[0-9A-Z]+)*|LDG(\.[0-9A-Z]+)*)' | sort | uniq -c | awk '{printf "%s %s; ", $2, $1}')"
+	done > $OUT/sass.txt
+	grep -c . $OUT/sass.txt
+	;;
+*) echo "usage: scripts/h200-final.sh tests|tune|bench|sass ..." >&2; exit 2 ;;
 esac
 done

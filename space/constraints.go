@@ -52,10 +52,13 @@ func exclusionReason(p Params, lim Limits, smem int) string {
 	if a, err := ParseArch(lim.Arch); p.S == 2 && err == nil && a.Major < 8 {
 		return fmt.Sprintf("s=2 copies weights with cp.async, which %s lacks (sm_80 and newer)", lim.Arch)
 	}
-	if p.S == 2 && p.W < MinRingWarps {
-		return fmt.Sprintf("s=2 with w=%d < %d: few warps per block to share the staged x, and on the H200 never within 10 %% of the best (docs/results.md)", p.W, MinRingWarps)
+	if a, err := ParseArch(lim.Arch); p.S == 3 && err == nil && a.Major < 9 {
+		return fmt.Sprintf("s=3 copies weights with bulk copies (cp.async.bulk, TMA), which %s lacks (sm_90 and newer)", lim.Arch)
 	}
-	if p.R*p.U > MaxInFlight && p.S != 2 { // s=2 keeps them in shared memory: the smem rules below bound it
+	if p.S >= 2 && p.W < MinRingWarps {
+		return fmt.Sprintf("s=%d with w=%d < %d: few warps per block to share the staged x, and on the H200 never within 10 %% of the best (docs/results.md)", p.S, p.W, MinRingWarps)
+	}
+	if p.R*p.U > MaxInFlight && p.S < 2 { // s=2 and s=3 keep them in shared memory: the smem rules below bound it
 		return fmt.Sprintf("r=%d × u=%d = %d chunk loads in flight per lane > %d (weight registers would spill)", p.R, p.U, p.R*p.U, MaxInFlight)
 	}
 	if smem > lim.SmemPerBlockOptin {

@@ -52,7 +52,7 @@ var Knobs = []Knob{
 	{"r", "rows per warp", []int{1, 2, 3, 4, 6, 8}},
 	{"f", "launch-bounds floor", []int{0, 1, 2, 3, 4, 6, 8}},
 	{"u", "unroll depth", []int{1, 2, 4, 8}},
-	{"s", "smem staging", []int{0, 1, 2}},
+	{"s", "smem staging", []int{0, 1, 2, 3}},
 	{"w", "warps per block", []int{2, 4, 8, 16}},
 	{"g", "row groups per block", rowGroupValues()},
 	{"l", "layout", []int{0, 1, 2}},

@@ -77,14 +77,19 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 	}
 	name := fam.Format().Name()
 	var phase1 []source
+	var skipped []Candidate
 	for _, s := range srcs {
+		if reason := compilerLacks(comp, s.Params); reason != "" && len(opts.Only) == 0 {
+			skipped = append(skipped, Candidate{ID: s.ID, Params: s.Params, Class: string(fam.Class(s.Params)), Status: StatusPruned, Reason: reason})
+			continue
+		}
 		if s.Params.F == 0 || len(opts.Only) > 0 {
 			phase1 = append(phase1, s)
 		}
 	}
 	phase1 = append(phase1, extra...)
 	report(opts, Progress{Total: total, Stage: fmt.Sprintf("compile %d %s variants", len(phase1), name)})
-	b := build{compiled: comp.compileAll(ctx, phase1, nil)}
+	b := build{compiled: comp.compileAll(ctx, phase1, nil), skipped: skipped}
 	if ctx.Err() != nil {
 		return b, ctx.Err()
 	}
@@ -176,4 +181,14 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 func regCap(lim space.Limits, threads, f int) int {
 	c := lim.RegsPerSM / (f * threads) &^ 7
 	return min(c, lim.MaxRegsPerThread)
+}
+
+// compilerLacks says why the compiler cannot build variant p, or "": the
+// bulk copies of s=3 are PTX ISA 8.0, which NVRTC 12.0 and newer compile
+// (the kernel says so in an #error too, for forced variants).
+func compilerLacks(comp *compiler, p space.Params) string {
+	if v := comp.nvrtc.Version; p.S == 3 && v.Major < 12 {
+		return fmt.Sprintf("s=3 (bulk copies) needs NVRTC 12.0 or newer; this one is %s", v)
+	}
+	return ""
 }

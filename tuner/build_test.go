@@ -86,3 +86,29 @@ func TestBuildFloorsStopAtSpill(t *testing.T) {
 		t.Errorf("no floor was skipped after a spill; the test variants should make some spill")
 	}
 }
+
+// TestCompilerLacks: s=3 needs NVRTC 12.0 or newer; everything else builds
+// with any NVRTC the arch allows.
+func TestCompilerLacks(t *testing.T) {
+	arch := gpu.Arch{Major: 9, Minor: 0}
+	for _, tc := range []struct {
+		id    string
+		nvrtc gpu.Version
+		want  string // a part of the reason, "" for none
+	}{
+		{"r2f0u2s3w16l2a1", gpu.Version{Major: 11, Minor: 8}, "needs NVRTC 12.0 or newer; this one is 11.8"},
+		{"r2f0u2s3w16l2a1", gpu.Version{Major: 12, Minor: 0}, ""},
+		{"r2f0u2s3w16l2a1", gpu.Version{Major: 13, Minor: 0}, ""},
+		{"r2f0u2s2w16l2a1", gpu.Version{Major: 11, Minor: 8}, ""},
+		{"v1", gpu.Version{Major: 11, Minor: 8}, ""},
+	} {
+		p, err := space.Parse(tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := compilerLacks(newCompiler(&gpu.NVRTC{Version: tc.nvrtc}, arch), p)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("compilerLacks(NVRTC %s, %s) = %q, want %q", tc.nvrtc, tc.id, got, tc.want)
+		}
+	}
+}

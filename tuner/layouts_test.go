@@ -20,16 +20,26 @@ func TestSearchSpaceLayouts(t *testing.T) {
 	}{
 		{"q4_0", "v1", true, ""},
 		{"q4_0", "r2f0u2s1w16a1", false, "q4_0 l=0 (raw bytes) is not searched"},
-		{"q4_0", "r2f0u2s1w16l1a1", true, ""},
+		{"q4_0", "r2f0u2s1w16l1a1", false, "q4_0 s=1 is not searched on sm_90"},
+		{"q4_0", "r2f0u2s0w16l1", false, "q4_0 s=0 is not searched on sm_90"},
+		{"q4_0", "r2f0u2s3w16l2a1", true, ""},
+		{"q4_0", "r2f0u2s3w16l2", true, ""},
 		{"q4_0", "r2f0u2s2w16l2a1", true, ""},
 		{"q8_0", "r2f0u2s2w16l1a1", true, ""},
 		{"q8_0", "r2f0u2s2w16l2a1", false, "q8_0 l=2 (tiles of 8 blocks) is not searched"},
 		{"q8_0", "r1f0u2s0w8", false, "q8_0 l=0"},
 		{"q4_K", "r1f0u1s1w16a1", false, "q4_K l=0"},
-		{"q4_K", "r1f0u1s1w16l1a1", true, ""},
+		{"q4_K", "r1f0u1s1w16l1a1", false, "q4_K s=1"},
+		{"q4_K", "r1f0u1s2w16l1a1", true, ""},
+		{"q4_K", "r1f0u1s3w16l1a1", true, ""},
 		{"affine4", "r1f0u4s1w16a1", false, "affine4 l=0"},
-		{"affine4", "r1f0u4s1w16l1a1", true, ""},
+		{"affine4", "r1f0u4s1w16l1a1", false, "affine4 s=1"},
+		{"affine4", "r1f0u4s3w16l1a1", true, ""},
 		{"bf16", "r4f0u4s2w8", true, ""}, // bf16 has only raw bytes
+		{"bf16", "r4f0u4s1w8", true, ""},
+		{"bf16", "r4f0u4s0w8", true, ""},
+		{"bf16", "r4f0u4s3w8", false, "bf16 s=3 (bulk copies) is not searched"},
+		{"q8_0", "r2f0u2s1w16l1a1", true, ""}, // no bulk ring: every staging
 	}
 	spaces := map[string]map[space.Params]string{}
 	for _, tc := range tests {
@@ -67,6 +77,33 @@ func TestSearchSpaceLayouts(t *testing.T) {
 		}
 		if !found {
 			t.Errorf("%s %s: missing from space.Enumerate", tc.format, tc.id)
+		}
+	}
+}
+
+// TestUntunedStagingArch: the stagings the bulk ring displaces are skipped
+// only where it can run (sm_90 and newer).
+func TestUntunedStagingArch(t *testing.T) {
+	s1, _ := space.Parse("r2f0u2s1w16l1a1")
+	s3, _ := space.Parse("r2f0u2s3w16l2a1")
+	for _, tc := range []struct {
+		name    string
+		bulk    bool
+		arch    space.Arch
+		p       space.Params
+		skipped bool
+	}{
+		{"q4_0", true, space.Arch{Major: 9, Minor: 0}, s1, true},
+		{"q4_0", true, space.Arch{Major: 12, Minor: 0}, s1, true},
+		{"q4_0", true, space.Arch{Major: 8, Minor: 6}, s1, false},
+		{"q4_0", true, space.Arch{}, s1, false}, // unknown arch: keep
+		{"q4_0", false, space.Arch{Major: 9, Minor: 0}, s1, false},
+		{"q4_0", true, space.Arch{Major: 9, Minor: 0}, s3, false},
+		{"q4_0", true, space.Arch{Major: 9, Minor: 0}, space.Stock, false},
+		{"bf16", true, space.Arch{Major: 9, Minor: 0}, s1, false},
+	} {
+		if got := untunedStaging(tc.name, tc.bulk, tc.arch, tc.p) != ""; got != tc.skipped {
+			t.Errorf("untunedStaging(%s, bulk=%v, %v, %s) skipped=%v, want %v", tc.name, tc.bulk, tc.arch, tc.p.ID(), got, tc.skipped)
 		}
 	}
 }

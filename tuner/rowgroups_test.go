@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/gemvtune/gemvtune/space"
@@ -82,5 +83,37 @@ func TestWithTwins(t *testing.T) {
 	}
 	if len(comp) != 2 || comp[0].ID != base.ID() {
 		t.Errorf("withTwins changed its input: %v", comp)
+	}
+}
+
+func TestRowGroupTwins(t *testing.T) {
+	for _, tc := range []struct {
+		id                     string
+		rows, blocksPerSM, sms int
+		want                   []int
+	}{
+		// s=1: the one wave at the resident blocks only.
+		{"r1f0u4s1w16l1a1", 28672, 2, 132, []int{7}},
+		// A ring with two resident blocks: g=4 (224 blocks) and, at one
+		// block per SM, g=7 (128 blocks).
+		{"r2f0u2s3w16l2a1", 28672, 2, 132, []int{4, 7}},
+		{"r2f0u2s2w16l1a1", 28672, 2, 132, []int{4, 7}},
+		// One resident block: one twin.
+		{"r4f0u2s2w16l1a1", 28672, 1, 132, []int{4}},
+		// The plain grid fits at occupancy, not at one block per SM.
+		{"r1f0u2s3w16l2a1", 4096, 2, 132, []int{2}},
+		// Both give the same g: once.
+		{"r1f0u1s3w8", 132*8 + 1, 2, 132, []int{2}},
+		// Nothing resident: none.
+		{"r1f0u1s3w8", 28672, 0, 132, nil},
+	} {
+		p, err := space.Parse(tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := rowGroupTwins(p, tc.rows, tc.blocksPerSM, tc.sms)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("rowGroupTwins(%s, %d rows, %d/SM × %d SMs) = %v, want %v", tc.id, tc.rows, tc.blocksPerSM, tc.sms, got, tc.want)
+		}
 	}
 }

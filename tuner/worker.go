@@ -240,7 +240,7 @@ func (w *worker) setShape(req request) response {
 			if !req.RowGroups || a.Err != "" || m.params.S == 0 || m.params.G != 0 {
 				continue
 			}
-			if g := rowGroupsFor(m.params, req.Rows, a.BlocksPerSM, w.info.SMs); g > 0 {
+			for _, g := range rowGroupTwins(m.params, req.Rows, a.BlocksPerSM, w.info.SMs) {
 				t := *m
 				t.params.G = g
 				t.attrs = a

@@ -14,7 +14,7 @@ import (
 
 // generatorVersion changes whenever Source's generated header changes in a
 // way that alters kernels; it is part of every SourceHash.
-const generatorVersion = "gemvtune-kernels/4"
+const generatorVersion = "gemvtune-kernels/5"
 
 //go:embed kernels/*.cu
 var kernelFiles embed.FS
@@ -38,6 +38,11 @@ type family struct {
 	// (prelude.cu) per layout that has one: its 16-byte and 4-byte
 	// cp.async parts. Empty: the family has no s=2.
 	rings map[int]ringParts
+	// bulkTiles gives, per layout that has s=3 (weights copied whole tile
+	// by tile with bulk copies, prelude.cu), the bytes of one row's tile:
+	// the 32 chunks a warp consumes in one step, one contiguous run of
+	// the layout. Empty: the family has no s=3.
+	bulkTiles map[int]int
 	// layouts are knob l's values: 0 (raw) and the keys of repacked, which
 	// says how to build each from raw bytes and which cols it needs
 	// (setRepacked sets both).
@@ -109,13 +114,29 @@ func (f *family) ringWarpBytes(p space.Params) int {
 	return p.U * p.R * (rp.p16*512 + rp.p4*128)
 }
 
-// Stagings lists knob s's values: 0 and 1, and 2 where the family copies
-// its weights through a shared-memory ring.
+// bulkWarpBytes is the s=3 ring of one warp: two slots of r copies of u
+// tiles, plus the two mbarriers of 8 bytes (prelude.cu puts every warp's
+// barriers after all the rings).
+func (f *family) bulkWarpBytes(p space.Params) int {
+	return bulkSlots * (p.R*p.U*f.bulkTiles[p.L] + 8)
+}
+
+// bulkSlots is the depth of the s=3 ring (GEMV_BULK_SLOTS): double
+// buffering; knob u sets how many tiles one copy moves.
+const bulkSlots = 2
+
+// Stagings lists knob s's values: 0 and 1, 2 where the family copies its
+// weights through a shared-memory ring, and 3 where it copies whole tiles
+// with bulk copies.
 func (f *family) Stagings() []int {
-	if len(f.rings) == 0 {
-		return []int{0, 1}
+	s := []int{0, 1}
+	if len(f.rings) > 0 {
+		s = append(s, 2)
 	}
-	return []int{0, 1, 2}
+	if len(f.bulkTiles) > 0 {
+		s = append(s, 3)
+	}
+	return s
 }
 
 // repackedLayout is a layout l ≥ 1 of a family: the function that builds
@@ -201,7 +222,7 @@ func (f *family) Source(p space.Params) (string, error) {
 		v    int
 	}{{"GEMV_R", p.R}, {"GEMV_F", p.F}, {"GEMV_U", p.U}, {"GEMV_S", p.S}, {"GEMV_W", p.W}, {"GEMV_L", p.L},
 		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)},
-		{"GEMV_P16", f.rings[p.L].p16}, {"GEMV_P4", f.rings[p.L].p4}} {
+		{"GEMV_P16", f.rings[p.L].p16}, {"GEMV_P4", f.rings[p.L].p4}, {"GEMV_TILE", f.bulkTiles[p.L]}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}
 	b.WriteString(f.src)
@@ -222,13 +243,19 @@ func (f *family) checkParams(p space.Params) error {
 		return fmt.Errorf("%w: %s has no activation path a=%d (accepted: %s)", ErrShape, f.format, p.A, joinInts(f.acts))
 	}
 	if p.A == 1 && p.S == 0 {
-		return fmt.Errorf("%w: %s %s: a=1 stages int8 activations in shared memory: needs s=1 or 2", ErrShape, f.format, p.ID())
+		return fmt.Errorf("%w: %s %s: a=1 stages int8 activations in shared memory: needs s ≥ 1", ErrShape, f.format, p.ID())
 	}
 	if p.S == 2 && len(f.rings) == 0 {
 		return fmt.Errorf("%w: %s has no weight ring (s=2); accepted s: 0, 1", ErrShape, f.format)
 	}
 	if _, ok := f.rings[p.L]; p.S == 2 && !ok {
 		return fmt.Errorf("%w: %s s=2 (weight ring) needs layout l in %s, got l=%d", ErrShape, f.format, joinInts(slices.Sorted(maps.Keys(f.rings))), p.L)
+	}
+	if _, ok := f.bulkTiles[p.L]; p.S == 3 && !ok {
+		if len(f.bulkTiles) == 0 {
+			return fmt.Errorf("%w: %s has no bulk-copy ring (s=3); accepted s: %s", ErrShape, f.format, joinInts(f.Stagings()))
+		}
+		return fmt.Errorf("%w: %s s=3 (bulk copies of whole tiles) needs layout l in %s, got l=%d", ErrShape, f.format, joinInts(slices.Sorted(maps.Keys(f.bulkTiles))), p.L)
 	}
 	return nil
 }
@@ -252,6 +279,9 @@ func (f *family) Gate(p space.Params, rows, cols int) error {
 	}
 	if rp := f.rings[p.L]; p.S == 2 && rp.cols > 0 && cols%rp.cols != 0 {
 		return fmt.Errorf("%w: %s s=2 copies 4-byte scale words of two blocks: needs cols a multiple of %d, got %d", ErrShape, f.format, rp.cols, cols)
+	}
+	if tile := 32 * f.chunk; p.S == 3 && cols%tile != 0 {
+		return fmt.Errorf("%w: %s s=3 copies whole warp tiles of %d weights: needs cols a multiple of %d, got %d", ErrShape, f.format, tile, tile, cols)
 	}
 	if int64(rows)*int64(cols) > maxElements {
 		return fmt.Errorf("%w: %s shape %dx%d has more than %d weights", ErrShape, f.format, rows, cols, int64(maxElements))
@@ -313,8 +343,11 @@ func (f *family) Launch(p space.Params, rows, cols int) Launch {
 	case p.S >= 1:
 		l.SharedBytes = uint32(f.stagedBytes(max(cols, 0)))
 	}
-	if p.S == 2 {
+	switch p.S {
+	case 2:
 		l.SharedBytes += uint32(p.W * f.ringWarpBytes(p))
+	case 3:
+		l.SharedBytes += uint32(p.W * f.bulkWarpBytes(p))
 	}
 	return l
 }

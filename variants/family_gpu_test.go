@@ -350,7 +350,7 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 					name, sh.rows, sh.cols, ran8-failed8, int8Base.ID(), failed8, maxErr8, f.ErrorBound(int8Base))
 			}
 			if sh.big {
-				timeVariants(t, dev, f, mods, c)
+				timeVariants(t, dev, f, lim, mods, c)
 			}
 		})
 	}
@@ -369,13 +369,14 @@ func firstDiff(a, b []float32) (int, bool) {
 // timeVariants logs a quick timing of the big-shape sample (CUDA events, 20
 // launches after 3 warm-ups; the weights stay in L2 only partly). This is
 // an indication, not the tuner's measurement.
-func timeVariants(t *testing.T, dev *gpu.Device, f variants.Family, mods map[space.Params]loaded, c *gpuCase) {
+// Like the check, it skips what the gate or the arch's limits refuse.
+func timeVariants(t *testing.T, dev *gpu.Device, f variants.Family, lim space.Limits, mods map[space.Params]loaded, c *gpuCase) {
 	for _, p := range bigSample(f) {
 		v, ok := mods[p]
-		if !ok {
+		l := f.Launch(p, c.rows, c.cols)
+		if !ok || f.Gate(p, c.rows, c.cols) != nil || space.Check(p, lim, int(l.SharedBytes)) != nil {
 			continue
 		}
-		l := f.Launch(p, c.rows, c.cols)
 		var el time.Duration
 		const n = 20
 		err := dev.Do(func(ctx *gpu.Ctx) error {

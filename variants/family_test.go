@@ -218,12 +218,18 @@ func TestLaunch(t *testing.T) {
 		{"affine4", "r1f0u4s2w16a1", 8192/32*48 + 16*4*1*(512+2*128)},
 		{"q8_0", "r2f0u2s2w8l2", 8192*4 + 8192/32*16 + 8*2*2*(2*512+128)},
 		{"bf16", "r1f0u8s2w4", 8192*4 + 4*8*1*512}, // 8-weight chunks: x without padding
+		// s=3: two slots of r copies of u tiles per warp, then two 8-byte
+		// barriers per warp.
+		{"q4_0", "r2f0u2s3w16l2a1", 8192/32*48 + 16*2*(2*2*576+8)},
+		{"q4_K", "r1f0u1s3w16l1a1", 8192/64*112 + 16*2*(1*1*1152+8)},
+		{"affine4", "r2f0u4s3w8l1", 8192*4 + 8192/32*16 + 8*2*(2*4*576+8)},
+		{"bf16", "r4f0u4s3w8", 8192*4 + 8*2*(4*4*512+8)},
 	} {
 		if got := mustFamily(t, tc.format).Launch(mustParse(t, tc.id), 64, 8192).SharedBytes; got != tc.want {
 			t.Errorf("%s %s smem %d, want %d", tc.format, tc.id, got, tc.want)
 		}
 	}
-	for format, want := range map[string][]int{"q4_0": {0, 1, 2}, "q8_0": {0, 1, 2}, "bf16": {0, 1, 2}, "q4_K": {0, 1, 2}, "affine4": {0, 1, 2}} {
+	for format, want := range map[string][]int{"q4_0": {0, 1, 2, 3}, "q8_0": {0, 1, 2}, "bf16": {0, 1, 2, 3}, "q4_K": {0, 1, 2, 3}, "affine4": {0, 1, 2, 3}} {
 		if got := mustFamily(t, format).Stagings(); !slices.Equal(got, want) {
 			t.Errorf("%s Stagings() = %v, want %v", format, got, want)
 		}

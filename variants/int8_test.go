@@ -221,7 +221,7 @@ func TestInt8Knob(t *testing.T) {
 		}
 		s0 := mustParse(t, "r2f0u2s0w8a1")
 		for _, err := range []error{f.Gate(s0, 64, 4096), func() error { _, err := f.Source(s0); return err }()} {
-			if err == nil || !strings.Contains(err.Error(), "a=1 stages int8 activations in shared memory: needs s=1") {
+			if err == nil || !strings.Contains(err.Error(), "a=1 stages int8 activations in shared memory: needs s ≥ 1") {
 				t.Errorf("%s %s: %v", name, s0, err)
 			}
 		}

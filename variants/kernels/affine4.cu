@@ -79,12 +79,24 @@ __device__ __forceinline__ const unsigned char* a4_tile(const RowPtr& r, int c) 
     return r.p + (size_t)(c >> 5) * 576;
 }
 
-__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
-    const unsigned char* t = a4_tile(r, c);
-    ch.q = gemv_ld128(t + 64 + 16 * (c & 31));
-    ch.s = gemv_ld32(t + 4 * ((c & 31) >> 1));
+// Chunk j (0..31) of warp tile t, from global or shared memory (Ld).
+template <class Ld>
+__device__ __forceinline__ void a4_tile_chunk(Chunk& ch, const unsigned char* t, int j) {
+    ch.q = Ld::v4(t + 64 + 16 * j);
+    ch.s = Ld::w32(t + 4 * (j >> 1));
     ch.b = ch.s >> 16;
 }
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
+    a4_tile_chunk<GemvGlobal>(ch, a4_tile(r, c), c & 31);
+}
+
+#if GEMV_S == 3
+// s=3: chunk j of a tile landed whole in shared memory.
+__device__ __forceinline__ void chunk_land_tile(Chunk& ch, const unsigned char* t, int j) {
+    a4_tile_chunk<GemvShared>(ch, t, j);
+}
+#endif
 
 __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
     const unsigned char* t = a4_tile(r, c);

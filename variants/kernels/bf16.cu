@@ -23,6 +23,13 @@ __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
     ch.q = gemv_ld128(r.p + (size_t)c * 16);
 }
 
+#if GEMV_S == 3
+// s=3: chunk j of a warp step's 512 bytes landed in shared memory.
+__device__ __forceinline__ void chunk_land_tile(Chunk& ch, const unsigned char* t, int j) {
+    ch.q = GemvShared::v4(t + 16 * j);
+}
+#endif
+
 __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) { gemv_pf(r.p + (size_t)c * 16); }
 
 __device__ __forceinline__ void chunk_zero(Chunk& ch) { ch.q = make_uint4(0, 0, 0, 0); }

@@ -57,6 +57,19 @@ __device__ __forceinline__ uint4 gemv_ld128(const unsigned char* p) {
     return __ldg((const uint4*)p);
 }
 
+// A chunk's parts read from global memory (the read-only path) or from a
+// tile in shared memory (s=3): the families' tile readers take either.
+struct GemvGlobal {
+    static __device__ __forceinline__ uint4 v4(const unsigned char* p) { return gemv_ld128(p); }
+    static __device__ __forceinline__ u32 w32(const unsigned char* p) { return gemv_ld32(p); }
+    static __device__ __forceinline__ u32 h16(const unsigned char* p) { return gemv_ld16(p); }
+};
+struct GemvShared {
+    static __device__ __forceinline__ uint4 v4(const unsigned char* p) { return *(const uint4*)p; }
+    static __device__ __forceinline__ u32 w32(const unsigned char* p) { return *(const u32*)p; }
+    static __device__ __forceinline__ u32 h16(const unsigned char* p) { return *(const u16*)p; }
+};
+
 #if GEMV_S
 extern __shared__ float4 gemv_xs[];
 #endif
@@ -272,17 +285,31 @@ __device__ __forceinline__ void gemv_pdl_wait() {
 #endif
 }
 
-#if GEMV_S == 2
-// s=2: weights travel through a ring in shared memory, copied with
-// cp.async (sm_80+), so the chunks in flight hold no registers. Shared
-// addresses are 32-bit (the .shared window). gemv_cp16/gemv_cp4 copy 16 or
-// 4 bytes, or write zeros when ok is false (src-size 0: nothing is read).
-// The .ca form keeps the lines in L1: q4_K's parts share sectors.
+#if GEMV_S >= 2
+// Shared addresses are 32-bit (the .shared window).
 __device__ __forceinline__ u32 gemv_smem_addr(const void* p) {
     u32 a;
     asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
     return a;
 }
+
+// Bytes of staged x before the weight ring (variants.family.Launch counts
+// the same): int8 x with a=1, f32 x with its padding otherwise.
+__device__ __forceinline__ u32 gemv_stage_bytes(int cols) {
+#if GEMV_A
+    return (u32)(cols / GEMV_CHUNK) * (GEMV_XQ_CHUNK_STRIDE * 16);
+#else
+    return (u32)(cols / GEMV_CHUNK) * (GEMV_XS_STRIDE * 16);
+#endif
+}
+#endif
+
+#if GEMV_S == 2
+// s=2: weights travel through a ring in shared memory, copied with
+// cp.async (sm_80+), so the chunks in flight hold no registers.
+// gemv_cp16/gemv_cp4 copy 16 or 4 bytes, or write zeros when ok is false
+// (src-size 0: nothing is read). The .ca form keeps the lines in L1: q4_K's
+// parts share sectors.
 __device__ __forceinline__ void gemv_cp16(u32 dst, const void* src, bool ok) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" :: "r"(dst), "l"(src), "r"(ok ? 16 : 0) : "memory");
 }
@@ -304,16 +331,6 @@ __device__ __forceinline__ u32 gemv_lds32(u32 a) {
     return v;
 }
 
-// Bytes of staged x before the ring (variants.family.Launch counts the
-// same): int8 x with a=1, f32 x with its padding otherwise.
-__device__ __forceinline__ u32 gemv_stage_bytes(int cols) {
-#if GEMV_A
-    return (u32)(cols / GEMV_CHUNK) * (GEMV_XQ_CHUNK_STRIDE * 16);
-#else
-    return (u32)(cols / GEMV_CHUNK) * (GEMV_XS_STRIDE * 16);
-#endif
-}
-
 // One warp's ring: GEMV_U slots of GEMV_R rows; a chunk's 16-byte parts
 // first (part j of slot k, row i at ((k*R + i)*P16 + j)*512 + 16*lane),
 // then its 4-byte parts (at ((k*R + i)*P4 + j)*128 + 4*lane): each part a
@@ -322,6 +339,61 @@ __device__ __forceinline__ u32 gemv_stage_bytes(int cols) {
 #define GEMV_RING_WARP_BYTES (GEMV_RING_P16_BYTES + GEMV_U * GEMV_R * GEMV_P4 * 128)
 #define GEMV_SLOT16(k, i) (ring + ((k) * GEMV_R + (i)) * (GEMV_P16 * 512) + 16 * lane)
 #define GEMV_SLOT4(k, i) (ring + GEMV_RING_P16_BYTES + ((k) * GEMV_R + (i)) * (GEMV_P4 * 128) + 4 * lane)
+#endif
+
+#if GEMV_S == 3
+// s=3: weights travel through a ring in shared memory filled by bulk
+// copies (cp.async.bulk, the Tensor Memory Accelerator; sm_90+). A warp
+// step reads one whole tile of each of its rows (GEMV_TILE bytes: the 32
+// chunks its lanes consume, one contiguous run in the layouts that allow
+// s=3), so one instruction of one lane copies it, and completion is
+// counted in bytes on an mbarrier per slot. Nothing in flight holds a
+// register, and issuing costs a few instructions per tile, not per chunk.
+#if __CUDA_ARCH__ < 900
+#error "s=3 (bulk copies) needs sm_90 or newer"
+#endif
+#if __CUDACC_VER_MAJOR__ < 12
+#error "s=3 (bulk copies) needs NVRTC 12.0 or newer (PTX ISA 8.0)"
+#endif
+__device__ __forceinline__ void gemv_bar_init(u32 bar) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
+}
+// Make the barriers' initialization visible to the bulk-copy unit.
+__device__ __forceinline__ void gemv_bar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// Order this thread's earlier shared-memory accesses before its later
+// bulk copies (the async proxy).
+__device__ __forceinline__ void gemv_fence_async() {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+// Arrive on bar (its one expected arrival) and expect bytes to land.
+__device__ __forceinline__ void gemv_bar_expect(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+// Copy bytes (a multiple of 16, both addresses 16-byte aligned) from
+// global src to shared dst; the landed bytes count on bar.
+__device__ __forceinline__ void gemv_bulk(u32 dst, const void* src, u32 bytes, u32 bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+// Wait until bar completes the phase with parity phase.
+__device__ __forceinline__ void gemv_bar_wait(u32 bar, u32 phase) {
+    u32 done;
+    do {
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done) : "r"(bar), "r"(phase) : "memory");
+    } while (!done);
+}
+// One warp's ring: two slots (double buffering) of GEMV_R copies of up to
+// GEMV_U tiles each (row i of slot k at (k*R + i)*U*TILE), after the
+// staged x; every warp's two barriers come after all the rings (8 bytes
+// each). Knob u is the tiles one copy moves: the chunks per lane and row
+// that land together, as with s=0-2 the loads one lane has in flight per
+// row and step.
+#define GEMV_BULK_SLOTS 2
+#define GEMV_BULK_COPY (GEMV_U * GEMV_TILE)
+#define GEMV_BULK_WARP_BYTES (GEMV_BULK_SLOTS * GEMV_R * GEMV_BULK_COPY)
 #endif
 
 // The fixed lane reduction: xor butterfly 16, 8, 4, 2, 1.
@@ -379,6 +451,20 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
 // - single body (R·U > 4): one unrolled body; the last batch switches the
 //   row pointers to the next group before it refills.
 #define GEMV_PEEL (GEMV_R * GEMV_U <= 4)
+// The kernel's signature and what every form starts from (GEMV_BOUNDS,
+// the lane, the warp, the geometry), and how every form ends a row group:
+// each row's lane sum, stored by lane 0 where the row exists.
+#define GEMV_KERNEL_HEAD                                                                \
+extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,        \
+        const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {       \
+    const int lane = threadIdx.x & 31;                                                  \
+    const int warp = threadIdx.x >> 5;                                                  \
+    const Geo g = gemv_geo(rows, cols);
+#define GEMV_STORE_ROWS                                                                 \
+    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
+        const float v = gemv_warp_sum(acc[i]);                                          \
+        if (lane == 0 && row0 + i < rows) y[row0 + i] = v;                              \
+    }
 #define GEMV_LOAD_SLOT(dst, ptrs, alive, c)                                             \
     _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
         if (alive[i]) chunk_load(dst[i], ptrs[i], (c));                                 \
@@ -389,7 +475,96 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
         live[i] = (r0) + i < rows;                                                      \
         rp[i] = row_ptr(W, g, (size_t)(live[i] ? (r0) + i : 0));                        \
     }
-#if GEMV_S == 2
+#if GEMV_S == 3
+// s=3: whole tiles through a two-slot ring. Lane 0 of each warp is the
+// producer: an item is one copy per live row of the warp of the next u
+// tiles of that row (fewer at the row's end), row group after row group
+// (the groups the consumer walks), copied into slot item % 2 and counted
+// on that slot's barrier. Every lane waits for the slot's phase, reads its
+// chunk of each tile (chunk_land_tile) and consumes them in order; after
+// __syncwarp (every lane has read the slot) lane 0 refills the slot with
+// the item two further on. The producer stops where the consumer does, so
+// no copy is pending at exit. Chunks are consumed in the same order as
+// with every other s.
+#define GEMV_BULK_ISSUE(k)                                                              \
+    if (prow < rows) {                                                                  \
+        const int nq = min(GEMV_U, nt - pt);                                            \
+        if (lane == 0) {                                                                \
+            const int n = min(GEMV_R, rows - prow);                                     \
+            const u32 bar = bars + 8u * (u32)(k);                                       \
+            const u32 bytes = (u32)(nq * GEMV_TILE);                                    \
+            gemv_fence_async();                                                         \
+            gemv_bar_expect(bar, (u32)n * bytes);                                       \
+            for (int i = 0; i < n; i++)                                                 \
+                gemv_bulk(ring_s + (u32)(((k) * GEMV_R + i) * GEMV_BULK_COPY),          \
+                          W + (size_t)(prow + i) * g.rowBytes + (size_t)pt * GEMV_TILE, \
+                          bytes, bar);                                                  \
+        }                                                                               \
+        if ((pt += nq) == nt) {                                                         \
+            pt = 0;                                                                     \
+            pg += gridDim.x;                                                            \
+            prow = pg < ngroups ? (pg * GEMV_W + warp) * GEMV_R : rows;                 \
+        }                                                                               \
+    }
+// Tile j of a landed slot: each row's chunk of it, consumed.
+#define GEMV_BULK_CONSUME(acc, slot, row0, rows, x, t, j, lane)                         \
+    {                                                                                   \
+        Chunk ch[GEMV_R];                                                               \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
+            if ((row0) + i < (rows))                                                    \
+                chunk_land_tile(ch[i], (slot) + i * GEMV_BULK_COPY + (j) * GEMV_TILE, (lane)); \
+            else chunk_zero(ch[i]);                                                     \
+        }                                                                               \
+        chunk_consume(acc, ch, x, 32 * ((t) + (j)) + (lane));                           \
+    }
+#define GEMV_DEFINE_KERNEL                                                              \
+GEMV_KERNEL_HEAD                                                                        \
+    const int nt = cols / (32 * GEMV_CHUNK); /* tiles per row (the gate: whole) */     \
+    const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
+    gemv_pdl_release();                                                                 \
+    gemv_pdl_wait();                                                                    \
+    const u32 stage = gemv_stage_bytes(cols);                                           \
+    const unsigned char* ring = (const unsigned char*)gemv_xs + stage + warp * GEMV_BULK_WARP_BYTES; \
+    const u32 ring_s = gemv_smem_addr(ring);                                            \
+    const u32 bars = gemv_smem_addr(gemv_xs) + stage + GEMV_W * GEMV_BULK_WARP_BYTES    \
+                     + 8u * GEMV_BULK_SLOTS * (u32)warp;                                \
+    if (lane == 0) {                                                                    \
+        _Pragma("unroll") for (int k = 0; k < GEMV_BULK_SLOTS; k++) gemv_bar_init(bars + 8u * k); \
+        gemv_bar_init_fence();                                                          \
+    }                                                                                   \
+    __syncwarp();                                                                       \
+    int pg = blockIdx.x, pt = 0;                                                        \
+    int prow = (pg * GEMV_W + warp) * GEMV_R;                                           \
+    float4 xpre[GEMV_XPRE];                                                             \
+    gemv_stage_begin(x, cols, xpre);                                                    \
+    _Pragma("unroll") for (int k = 0; k < GEMV_BULK_SLOTS; k++) { GEMV_BULK_ISSUE(k) } \
+    gemv_stage_end(x, cols, xpre);                                                      \
+    int grp = blockIdx.x;                                                               \
+    int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
+    u32 item = 0;                                                                       \
+    while (row0 < rows) {                                                               \
+        float acc[GEMV_R];                                                              \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) acc[i] = 0.0f;               \
+        _Pragma("unroll 1") for (int t = 0; t < nt; t += GEMV_U, item++) {              \
+            const int k = (int)(item & 1u);                                             \
+            gemv_bar_wait(bars + 8u * (u32)k, (item >> 1) & 1u);                        \
+            const unsigned char* slot = ring + k * GEMV_R * GEMV_BULK_COPY;            \
+            if (t + GEMV_U <= nt) {                                                     \
+                _Pragma("unroll") for (int j = 0; j < GEMV_U; j++)                      \
+                    GEMV_BULK_CONSUME(acc, slot, row0, rows, x, t, j, lane);            \
+            } else { /* the row's last copy, short */                                   \
+                _Pragma("unroll 1") for (int j = 0; j < nt - t; j++)                    \
+                    GEMV_BULK_CONSUME(acc, slot, row0, rows, x, t, j, lane);            \
+            }                                                                           \
+            __syncwarp();                                                               \
+            GEMV_BULK_ISSUE(k)                                                          \
+        }                                                                               \
+        GEMV_STORE_ROWS                                                                 \
+        grp += gridDim.x;                                                               \
+        row0 = grp < ngroups ? (grp * GEMV_W + warp) * GEMV_R : rows;                   \
+    }                                                                                   \
+}
+#elif GEMV_S == 2
 // s=2: the same pipeline as the single-body form below, with the batch in
 // the shared-memory ring instead of registers. Each slot refill is one
 // cp.async group (empty when there is nothing to refill), so before slot k
@@ -401,11 +576,7 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
     _Pragma("unroll") for (int i = 0; i < GEMV_R; i++)                                  \
         chunk_issue(GEMV_SLOT16(k, i), GEMV_SLOT4(k, i), rp[i], (c), live[i]);
 #define GEMV_DEFINE_KERNEL                                                              \
-extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,        \
-        const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {       \
-    const int lane = threadIdx.x & 31;                                                  \
-    const int warp = threadIdx.x >> 5;                                                  \
-    const Geo g = gemv_geo(rows, cols);                                                 \
+GEMV_KERNEL_HEAD                                                                        \
     const int nch = cols / GEMV_CHUNK;                                                  \
     const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
     const bool batched = lane + 32 * (GEMV_U - 1) < nch;                                \
@@ -465,10 +636,7 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
                 chunk_consume(acc, t, x, c);                                            \
             }                                                                           \
         }                                                                               \
-        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
-            const float v = gemv_warp_sum(acc[i]);                                      \
-            if (lane == 0 && row0 + i < rows) y[row0 + i] = v;                          \
-        }                                                                               \
+        GEMV_STORE_ROWS                                                                 \
         if (!batched) { GEMV_ROWS_AT(next0) }                                           \
         row0 = next0;                                                                   \
     }                                                                                   \
@@ -476,11 +644,7 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
 }
 #else
 #define GEMV_DEFINE_KERNEL                                                              \
-extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,        \
-        const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {       \
-    const int lane = threadIdx.x & 31;                                                  \
-    const int warp = threadIdx.x >> 5;                                                  \
-    const Geo g = gemv_geo(rows, cols);                                                 \
+GEMV_KERNEL_HEAD                                                                        \
     const int nch = cols / GEMV_CHUNK;                                                  \
     const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
     const bool batched = lane + 32 * (GEMV_U - 1) < nch;                                \
@@ -568,10 +732,7 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
                 }                                                                       \
             }                                                                           \
         }                                                                               \
-        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
-            const float v = gemv_warp_sum(acc[i]);                                      \
-            if (lane == 0 && row0 + i < rows) y[row0 + i] = v;                          \
-        }                                                                               \
+        GEMV_STORE_ROWS                                                                 \
         if (GEMV_PEEL || !batched) { GEMV_ROWS_AT(next0) }                              \
         row0 = next0;                                                                   \
     }                                                                                   \

@@ -93,16 +93,28 @@ __device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d
 // one per warp step, are what l=2 is.)
 struct Chunk { uint4 q; u32 h; };
 
+// Chunk j (0..31) of warp tile t, from global or shared memory (Ld).
+template <class Ld>
+__device__ __forceinline__ void q40_tile_chunk(Chunk& ch, const unsigned char* t, int j) {
+    ch.q = Ld::v4(t + 64 + 16 * j);
+    ch.h = Ld::h16(t + 2 * j);
+}
+
 __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
 #if GEMV_L == 1
     ch.q = gemv_ld128(r.q + (size_t)c * 16);
     ch.h = gemv_ld16(r.s + (size_t)c * 2);
 #else
-    const unsigned char* t = q40_tile(r.q, c);
-    ch.q = gemv_ld128(t + 64 + 16 * (c & 31));
-    ch.h = gemv_ld16(t + 2 * (c & 31));
+    q40_tile_chunk<GemvGlobal>(ch, q40_tile(r.q, c), c & 31);
 #endif
 }
+
+#if GEMV_S == 3
+// s=3 (l=2): chunk j of a tile landed whole in shared memory.
+__device__ __forceinline__ void chunk_land_tile(Chunk& ch, const unsigned char* t, int j) {
+    q40_tile_chunk<GemvShared>(ch, t, j);
+}
+#endif
 
 __device__ __forceinline__ void chunk_zero(Chunk& ch) {
     ch.q = make_uint4(0, 0, 0, 0);

@@ -35,6 +35,15 @@ __device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, c
 // so the lanes' loads of each part are one contiguous run per warp.
 struct Parts { const unsigned char* hp; const unsigned char* lo; const unsigned char* hi; };
 
+// Chunk j (0..31) of a warp tile (l=1) at t.
+__device__ __forceinline__ Parts q4k_tile_parts(const unsigned char* t, int j) {
+    Parts p;
+    p.hp = t + 16 * (j >> 2);
+    p.lo = t + 128 + 16 * j;
+    p.hi = p.lo + 512;
+    return p;
+}
+
 __device__ __forceinline__ Parts q4k_parts(const RowPtr& r, int c) {
     Parts p;
 #if GEMV_L == 0
@@ -42,20 +51,28 @@ __device__ __forceinline__ Parts q4k_parts(const RowPtr& r, int c) {
     p.lo = p.hp + 16 + 32 * (c & 3);
     p.hi = p.lo + 16;
 #else
-    const unsigned char* tile = r.p + (size_t)(c >> 5) * 1152;
-    p.hp = tile + 16 * ((c & 31) >> 2);
-    p.lo = tile + 128 + 16 * (c & 31);
-    p.hi = p.lo + 512;
+    p = q4k_tile_parts(r.p + (size_t)(c >> 5) * 1152, c & 31);
 #endif
     return p;
 }
 
-__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
-    const Parts p = q4k_parts(r, c);
-    ch.h = gemv_ld128(p.hp);
-    ch.a = gemv_ld128(p.lo);
-    ch.b = gemv_ld128(p.hi);
+template <class Ld>
+__device__ __forceinline__ void q4k_chunk(Chunk& ch, const Parts& p) {
+    ch.h = Ld::v4(p.hp);
+    ch.a = Ld::v4(p.lo);
+    ch.b = Ld::v4(p.hi);
 }
+
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
+    q4k_chunk<GemvGlobal>(ch, q4k_parts(r, c));
+}
+
+#if GEMV_S == 3
+// s=3 (l=1): chunk j of a tile landed whole in shared memory.
+__device__ __forceinline__ void chunk_land_tile(Chunk& ch, const unsigned char* t, int j) {
+    q4k_chunk<GemvShared>(ch, q4k_tile_parts(t, j));
+}
+#endif
 
 __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
     const Parts p = q4k_parts(r, c);
