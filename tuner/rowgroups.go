@@ -21,10 +21,11 @@ import (
 //
 // A weight ring (s=2, s=3) gets a second twin: the one wave at one block
 // per SM, where more would fit (rowGroupTwins). Its bytes in flight grow
-// with the resident blocks, and on the H200 at 28672x8192 the bulk-copy
-// variants ran 1-4 % faster with one block per SM than with the two that
-// fit (q4_0 r2f0u4s3w16l2a1: 33.31 µs at g=7, 128 blocks, against 33.75
-// at g=4, 224 blocks; affine4's alike; docs/results.md, "Kernels v7").
+// with the resident blocks, and on the H200 at 28672x8192 bulk-copy
+// variants ran 1.0-1.3 % faster with one block per SM than with the two
+// that fit (q4_0 r2f0u4s3w16l2a1: 33.31 µs at g=7, 128 blocks, against
+// 33.75 at g=4, 224 blocks; affine4's 33.30 against 33.65;
+// docs/results.md, "Kernels v7").
 func rowGroupsFor(p space.Params, rows, blocksPerSM, sms int) int {
 	wave := blocksPerSM * sms
 	perGroup := p.R * p.W
