@@ -465,6 +465,23 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
         const float v = gemv_warp_sum(acc[i]);                                          \
         if (lane == 0 && row0 + i < rows) y[row0 + i] = v;                              \
     }
+// The K tail of s=0-2: the chunks c, c+32, ... < nch past the row's last
+// full batch, loaded directly (nothing runs ahead for them) and consumed
+// in order.
+#define GEMV_K_TAIL                                                                     \
+    if (c < nch) {                                                                      \
+        bool tlive[GEMV_R];                                                             \
+        RowPtr trp[GEMV_R];                                                             \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
+            tlive[i] = row0 + i < rows;                                                 \
+            trp[i] = row_ptr(W, g, (size_t)(tlive[i] ? row0 + i : 0));                  \
+        }                                                                               \
+        _Pragma("unroll 1") for (; c < nch; c += 32) {                                  \
+            Chunk t[GEMV_R];                                                            \
+            GEMV_LOAD_SLOT(t, trp, tlive, c)                                            \
+            chunk_consume(acc, t, x, c);                                                \
+        }                                                                               \
+    }
 #define GEMV_LOAD_SLOT(dst, ptrs, alive, c)                                             \
     _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
         if (alive[i]) chunk_load(dst[i], ptrs[i], (c));                                 \
@@ -623,19 +640,7 @@ GEMV_KERNEL_HEAD                                                                
             }                                                                           \
             c += 32 * GEMV_U;                                                           \
         }                                                                               \
-        if (c < nch) {                                                                  \
-            bool tlive[GEMV_R];                                                         \
-            RowPtr trp[GEMV_R];                                                         \
-            _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                        \
-                tlive[i] = row0 + i < rows;                                             \
-                trp[i] = row_ptr(W, g, (size_t)(tlive[i] ? row0 + i : 0));              \
-            }                                                                           \
-            _Pragma("unroll 1") for (; c < nch; c += 32) {                              \
-                Chunk t[GEMV_R];                                                        \
-                GEMV_LOAD_SLOT(t, trp, tlive, c)                                        \
-                chunk_consume(acc, t, x, c);                                            \
-            }                                                                           \
-        }                                                                               \
+        GEMV_K_TAIL                                                                     \
         GEMV_STORE_ROWS                                                                 \
         if (!batched) { GEMV_ROWS_AT(next0) }                                           \
         row0 = next0;                                                                   \
@@ -718,19 +723,7 @@ GEMV_KERNEL_HEAD                                                                
                 }                                                                       \
                 c += 32 * GEMV_U;                                                       \
             }                                                                           \
-            if (c < nch) {                                                              \
-                bool tlive[GEMV_R];                                                     \
-                RowPtr trp[GEMV_R];                                                     \
-                _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                    \
-                    tlive[i] = row0 + i < rows;                                         \
-                    trp[i] = row_ptr(W, g, (size_t)(tlive[i] ? row0 + i : 0));          \
-                }                                                                       \
-                _Pragma("unroll 1") for (; c < nch; c += 32) {                          \
-                    Chunk t[GEMV_R];                                                    \
-                    GEMV_LOAD_SLOT(t, trp, tlive, c)                                    \
-                    chunk_consume(acc, t, x, c);                                        \
-                }                                                                       \
-            }                                                                           \
+            GEMV_K_TAIL                                                                 \
         }                                                                               \
         GEMV_STORE_ROWS                                                                 \
         if (GEMV_PEEL || !batched) { GEMV_ROWS_AT(next0) }                              \
