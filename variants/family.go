@@ -38,11 +38,11 @@ type family struct {
 	// (prelude.cu) per layout that has one: its 16-byte and 4-byte
 	// cp.async parts. Empty: the family has no s=2.
 	rings map[int]ringParts
-	// bulkTiles gives, per layout that has s=3 (weights copied whole tile
-	// by tile with bulk copies, prelude.cu), the bytes of one row's tile:
-	// the 32 chunks a warp consumes in one step, one contiguous run of
-	// the layout. Empty: the family has no s=3.
-	bulkTiles map[int]int
+	// bulk lists the layouts that have s=3: weights copied whole warp
+	// tile by warp tile with bulk copies (prelude.cu), which needs the 32
+	// chunks a warp consumes in one step of a row to be one contiguous run
+	// of the layout (bulkTileBytes). Empty: the family has no s=3.
+	bulk []int
 	// layouts are knob l's values: 0 (raw) and the keys of repacked, which
 	// says how to build each from raw bytes and which cols it needs
 	// (setRepacked sets both).
@@ -118,7 +118,22 @@ func (f *family) ringWarpBytes(p space.Params) int {
 // tiles, plus the two mbarriers of 8 bytes (prelude.cu puts every warp's
 // barriers after all the rings).
 func (f *family) bulkWarpBytes(p space.Params) int {
-	return bulkSlots * (p.R*p.U*f.bulkTiles[p.L] + 8)
+	return bulkSlots * (p.R*p.U*f.bulkTileBytes(p.L) + 8)
+}
+
+// bulkTileBytes is one row's warp tile in layout l (GEMV_TILE): the bytes
+// of the 32 chunks a warp consumes in one step (q4_0 and affine4 576,
+// q4_K 1152, bf16 512); 0 where l has no s=3. Repacked layouts keep the
+// raw size, so the format's byte count of one row of 32 chunks is it.
+func (f *family) bulkTileBytes(l int) int {
+	if !slices.Contains(f.bulk, l) {
+		return 0
+	}
+	n, err := f.Format().Bytes(1, 32*f.chunk)
+	if err != nil {
+		return 0
+	}
+	return int(n)
 }
 
 // bulkSlots is the depth of the s=3 ring (GEMV_BULK_SLOTS): double
@@ -133,7 +148,7 @@ func (f *family) Stagings() []int {
 	if len(f.rings) > 0 {
 		s = append(s, 2)
 	}
-	if len(f.bulkTiles) > 0 {
+	if len(f.bulk) > 0 {
 		s = append(s, 3)
 	}
 	return s
@@ -222,7 +237,7 @@ func (f *family) Source(p space.Params) (string, error) {
 		v    int
 	}{{"GEMV_R", p.R}, {"GEMV_F", p.F}, {"GEMV_U", p.U}, {"GEMV_S", p.S}, {"GEMV_W", p.W}, {"GEMV_L", p.L},
 		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)},
-		{"GEMV_P16", f.rings[p.L].p16}, {"GEMV_P4", f.rings[p.L].p4}, {"GEMV_TILE", f.bulkTiles[p.L]}} {
+		{"GEMV_P16", f.rings[p.L].p16}, {"GEMV_P4", f.rings[p.L].p4}, {"GEMV_TILE", f.bulkTileBytes(p.L)}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}
 	b.WriteString(f.src)
@@ -251,11 +266,11 @@ func (f *family) checkParams(p space.Params) error {
 	if _, ok := f.rings[p.L]; p.S == 2 && !ok {
 		return fmt.Errorf("%w: %s s=2 (weight ring) needs layout l in %s, got l=%d", ErrShape, f.format, joinInts(slices.Sorted(maps.Keys(f.rings))), p.L)
 	}
-	if _, ok := f.bulkTiles[p.L]; p.S == 3 && !ok {
-		if len(f.bulkTiles) == 0 {
+	if p.S == 3 && !slices.Contains(f.bulk, p.L) {
+		if len(f.bulk) == 0 {
 			return fmt.Errorf("%w: %s has no bulk-copy ring (s=3); accepted s: %s", ErrShape, f.format, joinInts(f.Stagings()))
 		}
-		return fmt.Errorf("%w: %s s=3 (bulk copies of whole tiles) needs layout l in %s, got l=%d", ErrShape, f.format, joinInts(slices.Sorted(maps.Keys(f.bulkTiles))), p.L)
+		return fmt.Errorf("%w: %s s=3 (bulk copies of whole tiles) needs layout l in %s, got l=%d", ErrShape, f.format, joinInts(f.bulk), p.L)
 	}
 	return nil
 }

@@ -17,6 +17,6 @@ func init() {
 		0: {p16: 1, p4: 2, cols: 128}, // nibbles; the scale and bias words
 		1: {p16: 1, p4: 1},            // nibbles; the (scale, bias) word
 	}
-	f.bulkTiles = map[int]int{1: 576} // one 576-byte tile of 16 groups per warp step
+	f.bulk = []int{1} // a warp step: one 576-byte tile of 16 groups
 	registerFamily(f)
 }

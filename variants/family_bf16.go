@@ -4,6 +4,6 @@ package variants
 func init() {
 	f := newFamily("bf16", "kernels/bf16.cu", 8, []int{0}, boundF32)
 	f.rings = map[int]ringParts{0: {p16: 1}}
-	f.bulkTiles = map[int]int{0: 512} // a warp step: 256 weights of a row, 512 contiguous bytes
+	f.bulk = []int{0} // a warp step: 256 weights of a row, 512 contiguous bytes
 	registerFamily(f)
 }

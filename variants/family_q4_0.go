@@ -11,6 +11,6 @@ func init() {
 	f.setRepacked(map[int]repackedLayout{1: planesLayout, 2: interleavedLayout("q4_0")})
 	ring := ringParts{p16: 1, p4: 1, cols: 64} // quants; the scale word
 	f.rings = map[int]ringParts{1: ring, 2: ring}
-	f.bulkTiles = map[int]int{2: 576} // one 576-byte tile of 32 blocks per warp step
+	f.bulk = []int{2} // a warp step: one 576-byte tile of 32 blocks
 	registerFamily(f)
 }

@@ -11,6 +11,6 @@ func init() {
 	f.setRepacked(map[int]repackedLayout{1: interleavedLayout("q4_K")})
 	ring := ringParts{p16: 3} // header, low and high halves of the quants
 	f.rings = map[int]ringParts{0: ring, 1: ring}
-	f.bulkTiles = map[int]int{1: 1152} // one 1152-byte tile of 8 super-blocks per warp step
+	f.bulk = []int{1} // a warp step: one 1152-byte tile of 8 super-blocks
 	registerFamily(f)
 }
