@@ -11,17 +11,23 @@
 #   bench   tunes 28672x8192 (and 4096x14336 unless tune ran) for every
 #           format, then `autotune bench` at both from that cache (with the
 #           same-bytes read and the PDL chain): $OUT/bench.txt
+#   report  the HTML report of the cache tune left (`autotune report`):
+#           $OUT/report.html
 #   sass    writes the GPU test's default cubins and counts, per variant
-#           with a weight ring among them (its s=3 sample), the SASS
-#           instructions that show what is copied and how (LDGSTS, UBLKCP,
-#           SYNCS, LDS, LDG): $OUT/sass.txt
+#           (its s=3 sample among them), the SASS instructions that show
+#           what is copied and how (LDGSTS, UBLKCP, SYNCS, LDS, LDG), and
+#           the first three global reads or copies of each as written:
+#           $OUT/sass.txt
 # The sixth session ran `tests`, then `sass` and `tune bench` (the wall
-# time of `tune` is also in $OUT/tune_wall.txt).
+# time of `tune` is also in $OUT/tune_wall.txt). The seventh ran `tests
+# tune bench`, `tests sass tune bench bench`, `tune report bench` and, on
+# its final source, `tune report bench tests` (docs/results.md, "Kernels
+# v8").
 export XDG_CACHE_HOME=/tmp/xdg
 R=$(pwd)
 A=$R/.gpubin/autotune
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
-[ $# -gt 0 ] || { echo "usage: scripts/h200-final.sh tests|tune|bench|sass ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: scripts/h200-final.sh tests|tune|bench|report|sass ..." >&2; exit 2; }
 for part in "$@"; do
 case "$part" in
 tests)
@@ -46,14 +52,20 @@ bench)
 	echo "bench exit $?"
 	cat $OUT/bench.txt
 	;;
+report)
+	# The HTML report of what tune left in the cache (run tune first).
+	$A report --arch sm_90 --cache /tmp/gemv-tune.db -o $OUT/report.html 2>&1 | tail -2
+	;;
 sass)
 	rm -rf /tmp/cubins && mkdir -p /tmp/cubins
 	(cd variants && GEMV_WRITE_CUBINS=/tmp/cubins timeout 120 $R/.gpubin/variants.test -test.run TestWriteCubins > $OUT/cubins.log 2>&1; echo "write cubins exit $?")
-	for f in /tmp/cubins/*s[23]w*.cubin; do
-		echo "== $(basename $f .cubin): $(cuobjdump -sass $f | grep -oE '(UBLKCP|SYNCS\.[A-Z.]+|LDGSTS|LDS(\.[0-9A-Z]+)*|LDG(\.[0-9A-Z]+)*)' | sort | uniq -c | awk '{printf "%s %s; ", $2, $1}')"
+	for f in /tmp/cubins/*s[0123]w*.cubin; do
+		echo "== $(basename $f .cubin): $(cuobjdump -sass $f | grep -oE '(UBLKCP(\.[0-9A-Z]+)*|SYNCS\.[A-Z.]+|LDGSTS(\.[0-9A-Z]+)*|LDS(\.[0-9A-Z]+)*|LDG(\.[0-9A-Z]+)*)' | sort | uniq -c | awk '{printf "%s %s; ", $2, $1}')"
+		# The first global reads or copies as written (operands included).
+		cuobjdump -sass $f | grep -E '^ +/\*[0-9a-f]+\*/ +(@!?U?P[0-9T] +)?(UBLKCP|LDGSTS|LDG)' | sed 's#^ */\*[0-9a-f]*\*/ *##; s# */\*.*##' | head -3
 	done > $OUT/sass.txt
 	grep -c . $OUT/sass.txt
 	;;
-*) echo "usage: scripts/h200-final.sh tests|tune|bench|sass ..." >&2; exit 2 ;;
+*) echo "usage: scripts/h200-final.sh tests|tune|bench|report|sass ..." >&2; exit 2 ;;
 esac
 done

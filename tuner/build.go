@@ -108,7 +108,21 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 	}
 	var chains []*chain
 	for _, c := range b.compiled {
-		if c.Err != nil || c.Registers == 0 || c.ID != c.Params.ID() {
+		if c.Err != nil || c.ID != c.Params.ID() {
+			continue
+		}
+		if c.Registers == 0 {
+			// Not silently: the floors of a variant whose register count
+			// ptxas did not report are listed as not compiled.
+			for _, f := range space.Knobs[1].Values {
+				if p := c.Params; f > 0 {
+					if p.F = f; space.Check(p, lim, 0) != nil {
+						continue // excluded whatever the shape; Plan reports these
+					}
+					b.skipped = append(b.skipped, Candidate{ID: p.ID(), Params: p, Class: string(fam.Class(p)), Status: StatusPruned,
+						Reason: fmt.Sprintf("not compiled: ptxas did not report the registers of %s, so whether f=%d binds is unknown", c.ID, f)})
+				}
+			}
 			continue
 		}
 		ch := &chain{base: c}

@@ -2,6 +2,8 @@ package tuner
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -110,5 +112,58 @@ func TestCompilerLacks(t *testing.T) {
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("compilerLacks(NVRTC %s, %s) = %q, want %q", tc.nvrtc, tc.id, got, tc.want)
 		}
+	}
+}
+
+// TestCachedLogUsable: a cached ptxas log counts only if it still gives the
+// register count (a cubin without it is compiled again).
+func TestCachedLogUsable(t *testing.T) {
+	for _, tc := range []struct {
+		name, log string
+		want      bool
+	}{
+		{"ptxas -v", "ptxas info    : Used 46 registers, used 1 barriers, 368 bytes cmem[0]", true},
+		{"empty", "", false},
+		{"no register line", "ptxas info    : Compiling entry function 'gemv' for 'sm_90'", false},
+		{"zero registers", "ptxas info    : Used 0 registers", false},
+	} {
+		if got := cachedLogUsable(tc.log); got != tc.want {
+			t.Errorf("%s: cachedLogUsable = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCubinCacheRecompilesLogless compiles stock into an empty cubin
+// cache, empties the cached log, and compiles again: the second compile
+// must not take the logless cubin (it would report 0 registers, and the
+// variant's launch-bounds floors would go unjudged).
+func TestCubinCacheRecompilesLogless(t *testing.T) {
+	arch := gpu.Arch{Major: 9, Minor: 0}
+	nv := gputest.NVRTC(t, arch)
+	fam, err := variants.FamilyOf("q4_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := fam.Source(space.Stock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp := newCompiler(nv, arch)
+	comp.dir = t.TempDir()
+	src := []source{{ID: space.Stock.ID(), Params: space.Stock, Code: code}}
+	first := comp.compileAll(context.Background(), src, nil)[0]
+	if first.Err != nil || first.Registers == 0 {
+		t.Fatalf("first compile: err %v, %d registers", first.Err, first.Registers)
+	}
+	logPath := filepath.Join(comp.dir, comp.key(code)+".cubin.log")
+	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again := comp.compileAll(context.Background(), src, nil)[0]
+	if again.Err != nil || again.Registers != first.Registers {
+		t.Fatalf("after emptying the cached log: err %v, %d registers, want %d", again.Err, again.Registers, first.Registers)
+	}
+	if b, err := os.ReadFile(logPath); err != nil || !cachedLogUsable(string(b)) {
+		t.Errorf("the recompile did not rewrite the cached log (%v): %q", err, b)
 	}
 }

@@ -51,6 +51,13 @@ func parsePtxasLog(log string) (regs, spills int) {
 	return regs, spills
 }
 
+// cachedLogUsable reports whether a cached ptxas log still says how many
+// registers its kernel uses.
+func cachedLogUsable(log string) bool {
+	regs, _ := parsePtxasLog(log)
+	return regs > 0
+}
+
 // compiler builds cubins with one NVRTC library for one arch, in parallel,
 // and keeps them on disk keyed by (source, arch, NVRTC version, options),
 // so a re-run does not recompile.
@@ -111,8 +118,12 @@ func (c *compiler) compileOne(s source, mkdir *sync.Once) ([]byte, string, error
 	if c.dir != "" {
 		path = filepath.Join(c.dir, c.key(s.Code)+".cubin")
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			log, _ := os.ReadFile(path + ".log")
-			return b, string(log), nil
+			// A cubin whose log lost ptxas's register count is compiled
+			// again: without the count the launch-bounds floors of the
+			// variant could not be judged (buildFormat).
+			if log, err := os.ReadFile(path + ".log"); err == nil && cachedLogUsable(string(log)) {
+				return b, string(log), nil
+			}
 		}
 	}
 	cubin, log, err := c.nvrtc.Compile(s.Code, s.ID+".cu", c.arch, c.opts...)

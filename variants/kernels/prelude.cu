@@ -46,15 +46,59 @@ __device__ __forceinline__ float gemv_bytef(u32 v, int k) {
     return __uint_as_float(__byte_perm(v, 0x4B000000u, 0x7440u + (u32)k));
 }
 
-// Read-only loads through the non-coherent path.
+// Weights are read once per launch and not again until every other
+// layer's have passed through L2, so the kernels that stage x with their
+// weights in registers (s=1) or copy them in bulk (s=3) ask L2 to evict
+// the weights' lines first (sm_80+): the lines that stay are x's, which
+// every block reads, and whatever the engine keeps there between kernels.
+// On the H200 at 28672x8192 it made the s=3 winners 1.2-2.2 % faster and
+// the s=1 variants 1.2-5.2 % (within 1 % either way at 4096x14336;
+// docs/results.md, "Kernels v8"). Not for:
+// - s=0 (stock among them): v1 stays the kernel engines roll back to;
+// - s=2: cp.async with a cache policy took more registers (q8_0
+//   r1f0u4s2w8l1a1 48 -> 64 with NVRTC 11.8) and on the H200 spilled
+//   q8_0's winner at 1024x4096 (3.50 -> 3.83 µs).
+// createpolicy is pure (plain asm), so the compiler makes it once per
+// kernel, not once per load. (PTX ISA 7.4: NVRTC 11.4 and newer.)
+#if (GEMV_S == 1 || GEMV_S == 3) && __CUDA_ARCH__ >= 800 && (__CUDACC_VER_MAJOR__ > 11 || (__CUDACC_VER_MAJOR__ == 11 && __CUDACC_VER_MINOR__ >= 4))
+#define GEMV_L2_HINT 1
+__device__ __forceinline__ u64 gemv_weight_policy() {
+    u64 pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+#else
+#define GEMV_L2_HINT 0
+#endif
+
+// Read-only weight loads through the non-coherent path.
 __device__ __forceinline__ u32 gemv_ld32(const unsigned char* p) {
+#if GEMV_L2_HINT
+    u32 v;
+    asm volatile("ld.global.nc.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(gemv_weight_policy()));
+    return v;
+#else
     return __ldg((const unsigned int*)p);
+#endif
 }
 __device__ __forceinline__ u32 gemv_ld16(const unsigned char* p) {
+#if GEMV_L2_HINT
+    u16 v;
+    asm volatile("ld.global.nc.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(v) : "l"(p), "l"(gemv_weight_policy()));
+    return (u32)v;
+#else
     return (u32)__ldg((const unsigned short*)p);
+#endif
 }
 __device__ __forceinline__ uint4 gemv_ld128(const unsigned char* p) {
+#if GEMV_L2_HINT
+    uint4 v;
+    asm volatile("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p), "l"(gemv_weight_policy()));
+    return v;
+#else
     return __ldg((const uint4*)p);
+#endif
 }
 
 // A chunk's parts read from global memory (the read-only path) or from a
@@ -374,8 +418,8 @@ __device__ __forceinline__ void gemv_bar_expect(u32 bar, u32 bytes) {
 // Copy bytes (a multiple of 16, both addresses 16-byte aligned) from
 // global src to shared dst; the landed bytes count on bar.
 __device__ __forceinline__ void gemv_bulk(u32 dst, const void* src, u32 bytes, u32 bar) {
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(gemv_weight_policy()) : "memory");
 }
 // Wait until bar completes the phase with parity phase.
 __device__ __forceinline__ void gemv_bar_wait(u32 bar, u32 phase) {
