@@ -12,8 +12,8 @@ import (
 // sourcesFor lists every candidate of a family the tuner searches that some
 // arch limits allow at all (shape-specific shared memory is checked per
 // job), stock first; with only, exactly those.
-func sourcesFor(fam variants.Family, lim space.Limits, only []string) ([]source, error) {
-	ok, _ := searchSpace(fam, lim, nil)
+func sourcesFor(fam variants.Family, lim space.Limits, only []string, bulkBuilds bool) ([]source, error) {
+	ok, _ := searchSpace(fam, lim, nil, bulkBuilds)
 	if len(only) > 0 {
 		ok = ok[:0]
 		for _, id := range only {
@@ -71,7 +71,7 @@ type build struct {
 // below the f=0 count, once per distinct cap, and stops at the first floor
 // that spills. Every variant skipped is listed with the reason.
 func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim space.Limits, opts Options, extra []source, total int) (build, error) {
-	srcs, err := sourcesFor(fam, lim, opts.Only)
+	srcs, err := sourcesFor(fam, lim, opts.Only, compilerLacks(comp, space.Params{S: 3}) == "")
 	if err != nil {
 		return build{}, err
 	}

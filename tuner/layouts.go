@@ -36,8 +36,8 @@ func untunedLayout(name string, repacked bool, p space.Params) string {
 }
 
 // untunedStaging says why the tuner does not search variant p of the
-// format called name (bulk: the family has the bulk-copy ring, s=3), or ""
-// when it does. In the sixth session's full tune of llama-3-8b on the H200
+// format called name (bulk: the family has the bulk-copy ring, s=3, and
+// the compiler can build it), or "" when it does. In the sixth session's full tune of llama-3-8b on the H200
 // (run13, docs/results.md, "Kernels v7"):
 //   - for q4_0, q4_K and affine4 the bulk-copy ring won 18 of 21 jobs and
 //     the shared-memory ring (s=2) the other three, while the best variant
@@ -64,11 +64,13 @@ func untunedStaging(name string, bulk bool, arch space.Arch, p space.Params) str
 // searchSpace is the space the tuner searches for fam: space.Enumerate
 // (smemFor as there) less the layouts untunedLayout names and the
 // stagings untunedStaging names, which join the exclusions with their
-// reason.
-func searchSpace(fam variants.Family, lim space.Limits, smemFor func(space.Params) int) (ok []space.Params, excluded []space.Exclusion) {
+// reason. bulkBuilds says whether the compiler can build s=3
+// (compilerLacks): where it cannot, the stagings s=3 displaces are
+// searched again, so an old NVRTC on sm_90 still gets s=1 and s=0.
+func searchSpace(fam variants.Family, lim space.Limits, smemFor func(space.Params) int, bulkBuilds bool) (ok []space.Params, excluded []space.Exclusion) {
 	all, excluded := space.Enumerate(lim, variants.KnobsOf(fam), smemFor)
 	name, repacked := fam.Format().Name(), len(fam.Layouts()) > 1
-	bulk := slices.Contains(fam.Stagings(), 3)
+	bulk := bulkBuilds && slices.Contains(fam.Stagings(), 3)
 	arch, _ := space.ParseArch(lim.Arch) // the zero Arch (unknown) keeps every staging
 	for _, p := range all {
 		reason := untunedLayout(name, repacked, p)

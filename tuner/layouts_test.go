@@ -48,7 +48,7 @@ func TestSearchSpaceLayouts(t *testing.T) {
 			t.Fatal(err)
 		}
 		if spaces[tc.format] == nil {
-			ok, excl := searchSpace(fam, lim, nil)
+			ok, excl := searchSpace(fam, lim, nil, true)
 			m := map[space.Params]string{}
 			for _, p := range ok {
 				m[p] = ""
@@ -104,6 +104,46 @@ func TestUntunedStagingArch(t *testing.T) {
 	} {
 		if got := untunedStaging(tc.name, tc.bulk, tc.arch, tc.p) != ""; got != tc.skipped {
 			t.Errorf("untunedStaging(%s, bulk=%v, %v, %s) skipped=%v, want %v", tc.name, tc.bulk, tc.arch, tc.p.ID(), got, tc.skipped)
+		}
+	}
+}
+
+// TestSearchSpaceFollowsCompiler: on sm_90 the 4-bit formats' s=1 (and
+// s=0 beyond stock) are searched only when the compiler cannot build the
+// bulk-copy ring that displaces them (an NVRTC older than 12.0), so such a
+// tune still has more than one staging to choose from.
+func TestSearchSpaceFollowsCompiler(t *testing.T) {
+	lim, err := space.LimitsFor("sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"q4_0", "q4_K", "affine4"} {
+		fam, err := variants.FamilyOf(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			bulkBuilds bool
+			wantS1     bool
+		}{{true, false}, {false, true}} {
+			ok, _ := searchSpace(fam, lim, nil, tc.bulkBuilds)
+			s1, s3 := 0, 0
+			for _, p := range ok {
+				switch p.S {
+				case 1:
+					s1++
+				case 3:
+					s3++
+				}
+			}
+			if (s1 > 0) != tc.wantS1 {
+				t.Errorf("%s, bulk builds %v: %d s=1 variants searched, want some: %v", format, tc.bulkBuilds, s1, tc.wantS1)
+			}
+			// s=3 stays in the list either way: buildFormat prunes it
+			// with the compiler's reason (compilerLacks).
+			if s3 == 0 {
+				t.Errorf("%s, bulk builds %v: no s=3 variant listed", format, tc.bulkBuilds)
+			}
 		}
 	}
 }
