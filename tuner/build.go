@@ -111,20 +111,6 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 		if c.Err != nil || c.ID != c.Params.ID() {
 			continue
 		}
-		if c.Registers == 0 {
-			// Not silently: the floors of a variant whose register count
-			// ptxas did not report are listed as not compiled.
-			for _, f := range space.Knobs[1].Values {
-				if p := c.Params; f > 0 {
-					if p.F = f; space.Check(p, lim, 0) != nil {
-						continue // excluded whatever the shape; Plan reports these
-					}
-					b.skipped = append(b.skipped, Candidate{ID: p.ID(), Params: p, Class: string(fam.Class(p)), Status: StatusPruned,
-						Reason: fmt.Sprintf("not compiled: ptxas did not report the registers of %s, so whether f=%d binds is unknown", c.ID, f)})
-				}
-			}
-			continue
-		}
 		ch := &chain{base: c}
 		capOf := map[int]int{} // register cap → the floor that first gives it
 		for _, f := range space.Knobs[1].Values {
@@ -139,6 +125,10 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 			limit := regCap(lim, 32*p.W, f)
 			skip := func(reason string) {
 				b.skipped = append(b.skipped, Candidate{ID: p.ID(), Params: p, Class: string(fam.Class(p)), Status: StatusPruned, Reason: reason})
+			}
+			if c.Registers == 0 { // listed, not dropped without a word
+				skip(fmt.Sprintf("not compiled: ptxas did not report the registers of %s, so whether f=%d binds is unknown", c.ID, f))
+				continue
 			}
 			if limit >= c.Registers {
 				skip(fmt.Sprintf("f=%d does not bind: its cap of %d registers ≥ the %d %s uses", f, limit, c.Registers, c.ID))
