@@ -536,6 +536,22 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
         live[i] = (r0) + i < rows;                                                      \
         rp[i] = row_ptr(W, g, (size_t)(live[i] ? (r0) + i : 0));                        \
     }
+// How the s=0-2 forms start: the head, the chunks per row, the row
+// groups, whether a lane has a full first batch, its first row group's
+// rows, and the PDL pair.
+#define GEMV_PIPE_HEAD                                                                  \
+GEMV_KERNEL_HEAD                                                                        \
+    const int nch = cols / GEMV_CHUNK;                                                  \
+    const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
+    const bool batched = lane + 32 * (GEMV_U - 1) < nch;                                \
+    int grp = blockIdx.x;                                                               \
+    int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
+    bool live[GEMV_R];                                                                  \
+    RowPtr rp[GEMV_R];                                                                  \
+    GEMV_ROWS_AT(row0)                                                                  \
+    gemv_pdl_release();                                                                 \
+    gemv_pdl_wait();
+
 #if GEMV_S == 3
 // s=3: whole tiles through a two-slot ring. Lane 0 of each warp is the
 // producer: an item is one copy per live row of the warp of the next u
@@ -637,17 +653,7 @@ GEMV_KERNEL_HEAD                                                                
     _Pragma("unroll") for (int i = 0; i < GEMV_R; i++)                                  \
         chunk_issue(GEMV_SLOT16(k, i), GEMV_SLOT4(k, i), rp[i], (c), live[i]);
 #define GEMV_DEFINE_KERNEL                                                              \
-GEMV_KERNEL_HEAD                                                                        \
-    const int nch = cols / GEMV_CHUNK;                                                  \
-    const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
-    const bool batched = lane + 32 * (GEMV_U - 1) < nch;                                \
-    int grp = blockIdx.x;                                                               \
-    int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
-    bool live[GEMV_R];                                                                  \
-    RowPtr rp[GEMV_R];                                                                  \
-    GEMV_ROWS_AT(row0)                                                                  \
-    gemv_pdl_release();                                                                 \
-    gemv_pdl_wait();                                                                    \
+GEMV_PIPE_HEAD                                                                          \
     const u32 ring = gemv_smem_addr(gemv_xs) + gemv_stage_bytes(cols) + (u32)warp * GEMV_RING_WARP_BYTES; \
     float4 xpre[GEMV_XPRE];                                                             \
     gemv_stage_begin(x, cols, xpre);                                                    \
@@ -693,17 +699,7 @@ GEMV_KERNEL_HEAD                                                                
 }
 #else
 #define GEMV_DEFINE_KERNEL                                                              \
-GEMV_KERNEL_HEAD                                                                        \
-    const int nch = cols / GEMV_CHUNK;                                                  \
-    const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
-    const bool batched = lane + 32 * (GEMV_U - 1) < nch;                                \
-    int grp = blockIdx.x;                                                               \
-    int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
-    bool live[GEMV_R];                                                                  \
-    RowPtr rp[GEMV_R];                                                                  \
-    GEMV_ROWS_AT(row0)                                                                  \
-    gemv_pdl_release();                                                                 \
-    gemv_pdl_wait();                                                                    \
+GEMV_PIPE_HEAD                                                                          \
     float4 xpre[GEMV_XPRE];                                                             \
     gemv_stage_begin(x, cols, xpre);                                                    \
     Chunk ch[GEMV_U][GEMV_R];                                                           \
