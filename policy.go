@@ -151,7 +151,7 @@ func Open(opts *Options) (*Policy, error) {
 	}
 	env, err := readEnv(lookup)
 	if err != nil {
-		return nil, err
+		return nil, envError{err}
 	}
 	fams, _ := famTable()
 	p := &Policy{env: env, families: fams}

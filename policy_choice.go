@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
 )
 
 // Sources of a Choice: where the variant came from.
@@ -53,6 +54,14 @@ type Choice struct {
 	// `autotune bench` prints the time in a chain of PDL launches (PDL µs)
 	// and Evidence.PDLUS holds the winner's (the record's pdl_us).
 	PDL bool
+	// Launch is the grid, block and dynamic shared memory to launch the
+	// kernel (KernelEntry) with for the looked-up shape; NeedsSharedOptIn
+	// says when the shared memory needs the function's limit raised.
+	Launch variants.Launch
+	// ErrorBound is the relative L2 error against the float64 reference
+	// that the variant was verified within; exact-class variants are also
+	// bit-identical to stock.
+	ErrorBound float64
 	// Evidence holds the measurement behind a tuned or nearest choice; nil
 	// otherwise. Lookups share it: do not modify it.
 	Evidence *Evidence

@@ -86,6 +86,9 @@ func (p *Policy) lookup(arch, format string, rows, cols int, at place) (Choice, 
 	c, err := p.choose(arch, format, rows, cols, at)
 	if err == nil {
 		c.PDL = a.Major >= 9 // every family's kernel calls griddepcontrol there
+		fam := p.families[format].fam
+		c.Launch = fam.Launch(c.Params, rows, cols)
+		c.ErrorBound = fam.ErrorBound(c.Params)
 	}
 	return c, err
 }

@@ -1,0 +1,572 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gemvtune/gemvtune"
+	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// The tests here build libgemvtune (c-shared and c-archive) with the go
+// command, compile testdata/abi_check.c against it with the C compiler,
+// and ask it, and the Python module over it, what they ask the Go policy:
+// every answer must be byte-identical. Without a C compiler (or python3)
+// they skip, except under CI, where .ci/run installs both.
+
+// built is the library and the C check program, built once per test run.
+var built struct {
+	once                  sync.Once
+	dir, lib, check, arch string // arch: abi_check linked with the c-archive
+	err                   error
+}
+
+func tool(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s not found: .ci/run installs it", name)
+		}
+		t.Skipf("%s not found: the C ABI tests need it", name)
+	}
+	return p
+}
+
+func build(t *testing.T) {
+	t.Helper()
+	tool(t, "cc")
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "libgemvtune-test")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.dir = dir
+		built.lib = filepath.Join(dir, "libgemvtune.so")
+		built.check = filepath.Join(dir, "abi_check")
+		built.arch = filepath.Join(dir, "abi_check_static")
+		steps := [][]string{
+			{"go", "build", "-buildmode=c-shared", "-o", built.lib, "."},
+			{"go", "build", "-buildmode=c-archive", "-o", filepath.Join(dir, "libgemvtune.a"), "."},
+			{"cc", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-I.", "-o", built.check,
+				"testdata/abi_check.c", "-L" + dir, "-lgemvtune", "-lpthread", "-Wl,-rpath," + dir},
+			{"cc", "-std=c11", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-Werror", "-I.", "-o", built.arch,
+				"testdata/abi_check.c", filepath.Join(dir, "libgemvtune.a"), "-lpthread", "-lm"},
+		}
+		for _, s := range steps {
+			cmd := exec.Command(s[0], s[1:]...)
+			cmd.Env = append(os.Environ(), "CGO_CFLAGS=-Wno-deprecated-declarations")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				built.err = fmt.Errorf("%s: %v\n%s", strings.Join(s, " "), err, out)
+				return
+			}
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
+}
+
+// canonical is one answer in abi_check's form.
+func canonical(st int, errText string, format string, c gemvtune.Choice) string {
+	b := func(v float64) string { return fmt.Sprintf("%016x", math.Float64bits(v)) }
+	i := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	q := c.Params
+	cub := "-"
+	if len(c.Cubin) > 0 {
+		cub = fmt.Sprintf("%x", c.Cubin)
+	}
+	l := c.Launch
+	line := fmt.Sprintf("%d|%s|%s|%s|%s|%s|%d,%d,%d,%d,%d,%d,%d,%d|%d|%s|%s|%d|%s|%d,%d,%d|%d,%d,%d|%d|%d|%d|%d|%s",
+		st, errText, c.ID, c.Source, c.Reason, c.Class, q.R, q.F, q.U, q.S, q.W, q.G, q.L, q.A, c.Layout,
+		variants.LayoutDescription(format, c.Layout), cub, len(c.Cubin), gemvtune.KernelEntry,
+		l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes,
+		i(c.NeedsSharedOptIn()), i(c.PDL), i(c.PDLPays()), b(c.ErrorBound))
+	var e gemvtune.Evidence
+	if c.Evidence != nil {
+		e = *c.Evidence
+	}
+	line += fmt.Sprintf("|%d|%s|%s|%s|%s|%s|%s|%s|%s|", i(c.Evidence != nil), b(e.MedianUS), b(e.GBs),
+		b(e.PctCeiling), b(e.Speedup), b(e.P), b(e.PDLUS), e.GPUName, e.TunedShape)
+	if e.Time.IsZero() {
+		return line + "0"
+	}
+	return line + fmt.Sprint(e.Time.Unix())
+}
+
+// fixture writes a cache whose records give every source of a choice, and
+// a file of cache bytes that are not a cache.
+func fixture(t *testing.T) (good, corrupt string) {
+	t.Helper()
+	hash := func(format string) string {
+		f, err := variants.FamilyOf(format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.SourceHash()
+	}
+	rec := func(arch, format string, rows, cols int, id, class string) cache.Record {
+		p, err := space.Parse(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cache.Record{
+			Key:      cache.Key{Arch: arch, Format: format, Rows: rows, Cols: cols},
+			WinnerID: id, Params: p, Class: class, Decision: id + ": +9.0 % over v1 (p=0.002, n=20+20)",
+			MedianUS: 17.25, LoUS: 17, HiUS: 17.5, GBs: 3890.5, PctCeiling: 87.4, CeilingGBs: 4451, StockMedianUS: 18.8,
+			StockGBs: 3570, Speedup: 1.09, P: 0.002, Samples: 20, Registers: 40, BlocksPerSM: 4, PDLUS: 16.5,
+			GPUName: "NVIDIA H200", GPUUUID: "GPU-0f0e", Driver: "580.159", NVRTC: "13.0",
+			SourceHash: hash(format), ToolVersion: cache.ToolVersion,
+			Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
+		}
+	}
+	tol := rec("sm_90", "q4_K", 4096, 4096, "r1f0u2s1w16g14l1a1", cache.ClassTolerance)
+	tol.Exact = &cache.Alternative{WinnerID: "r2f0u2s0w8l1", Params: space.Params{R: 2, U: 2, W: 8, L: 1},
+		Class: cache.ClassExact, Decision: "r2f0u2s0w8l1: +4.0 % over v1 (p=0.01)", MedianUS: 18, GBs: 3700,
+		PctCeiling: 83, Speedup: 1.04, P: 0.01}
+	slow := rec("sm_90", "q8_0", 1024, 4096, "r1f0u2s1w16g7l1", cache.ClassExact)
+	slow.PDLUS = 40 // PDL did not pay here
+	stale := rec("sm_90", "q8_0", 14336, 4096, "r2f0u1s0w8", cache.ClassExact)
+	stale.SourceHash = "0123456789abcdef"
+	recs := []cache.Record{
+		rec("sm_90", "q4_0", 4096, 4096, "r2f0u2s1w8", cache.ClassExact),
+		rec("sm_90", "q4_0", 28672, 4096, "r1f0u4s3w16g14l2a1", cache.ClassTolerance),
+		rec("sm_90", "q4_0", 4096, 14336, "r2f0u2s3w16l2a1", cache.ClassTolerance),
+		rec("sm_90", "bf16", 4096, 4096, "r4f0u4s0w4", cache.ClassExact),
+		rec("sm_80", "q4_0", 4096, 4096, "r2f2u2s0w8", cache.ClassExact),
+		tol, slow, stale,
+	}
+	good = filepath.Join(t.TempDir(), "tune.db")
+	db, err := cache.Open(good, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		cub := []byte(fmt.Sprintf("cubin %d of %s %s", i, r.WinnerID, r.Arch))
+		var xc []byte
+		if r.Exact != nil {
+			xc = []byte("exact cubin of " + r.Exact.WinnerID)
+		}
+		if err := db.Put(r, cub, xc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	corrupt = filepath.Join(t.TempDir(), "corrupt.db")
+	junk := make([]byte, 1<<14)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range junk {
+		junk[i] = byte(rng.Uint32())
+	}
+	if err := os.WriteFile(corrupt, junk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return good, corrupt
+}
+
+// queries walk every source with the fixture: tuned, nearest (other rows,
+// g adapted), default, stale, untuned-arch, and invalid lookups.
+var queries = []struct {
+	arch, format string
+	rows, cols   int
+}{
+	{"sm_90", "q4_0", 4096, 4096},
+	{"sm_90", "q4_0", 6144, 4096},
+	{"sm_90", "q4_0", 28672, 4096},
+	{"sm_90", "q4_0", 14336, 4096},
+	{"sm_90", "q4_0", 4096, 14336},
+	{"sm_90", "q4_0", 1024, 4096},
+	{"sm_90", "q4_K", 4096, 4096},
+	{"sm_90", "q4_K", 6144, 4096},
+	{"sm_90", "q8_0", 1024, 4096},
+	{"sm_90", "q8_0", 14336, 4096},
+	{"sm_90", "q8_0", 4096, 4096},
+	{"sm_90", "bf16", 4096, 4096},
+	{"sm_90", "affine4", 4096, 4096},
+	{"sm_80", "q4_0", 4096, 4096},
+	{"sm_80", "q4_0", 4096, 14336},
+	{"sm_86", "q4_0", 4096, 4096},
+	{"sm_90", "q4_0", 64, 32},
+	{"sm_90", "q4_0", 0, 4096},
+	{"sm_90", "q4_0", 4096, -4096},
+	{"sm_90", "q4_0", 4096, 4100},
+	{"sm_90", "q3_K", 4096, 4096},
+	{"sm90", "q4_0", 4096, 4096},
+	{"sm_90", "bf16", 3, 1},
+}
+
+// envCase is one environment an engine starts in.
+type envCase struct {
+	name  string
+	path  string // cache path argument: "good", "corrupt", "missing" or "" (NULL)
+	flags uint32
+	env   map[string]string
+}
+
+func envCases() []envCase {
+	cont := uint32(1)
+	return []envCase{
+		{"plain", "good", cont, nil},
+		{"plain strict", "good", 0, nil},
+		{"cache from GEMV_TUNE_CACHE", "", cont, map[string]string{"GEMV_TUNE_CACHE": "good"}},
+		{"no cache", "missing", cont, nil},
+		{"no cache strict", "missing", 0, nil},
+		{"corrupt cache", "corrupt", cont, nil},
+		{"corrupt cache strict", "corrupt", 0, nil},
+		{"disabled", "good", cont, map[string]string{"GEMV_TUNE_DISABLE": "1"}},
+		{"rollback", "good", cont, map[string]string{"GEMV_FORCE_VARIANT": "v1"}},
+		{"forced", "good", cont, map[string]string{"GEMV_FORCE_VARIANT": "r2f0u2s1w16"}},
+		{"forced layout", "good", cont, map[string]string{"GEMV_FORCE_VARIANT": "r1f0u2s0w8l1"}},
+		{"forced per format", "good", cont, map[string]string{"GEMV_FORCE_VARIANT": "v1", "GEMV_FORCE_VARIANT_Q4_0": "r4f0u1s0w4"}},
+		{"forced q8_0 q4_K affine4 bf16", "good", cont, map[string]string{"GEMV_FORCE_VARIANT_Q8_0": "r2f0u1s0w8",
+			"GEMV_FORCE_VARIANT_Q4_K": "r1f0u1s1w8a1", "GEMV_FORCE_VARIANT_AFFINE4": "r1f0u1s0w8l1", "GEMV_FORCE_VARIANT_BF16": "r8f0u1s0w8"}},
+		{"knobs", "good", cont, map[string]string{"GEMV_ROWS_PER_WARP": "2", "GEMV_MIN_BLOCKS": "2", "GEMV_UNROLL": "4",
+			"GEMV_SMEM_STAGING": "1", "GEMV_WARPS": "4"}},
+		{"knob on forced", "good", cont, map[string]string{"GEMV_FORCE_VARIANT": "r1f0u1s0w8", "GEMV_WARPS": "16"}},
+		{"require exact", "good", cont, map[string]string{"GEMV_REQUIRE_EXACT": "1"}},
+		{"require exact forced", "good", cont, map[string]string{"GEMV_REQUIRE_EXACT": "1", "GEMV_FORCE_VARIANT": "r1f0u1s1w8a1"}},
+		{"invalid unroll", "good", cont, map[string]string{"GEMV_UNROLL": "3"}},
+		{"invalid force", "good", cont, map[string]string{"GEMV_FORCE_VARIANT_Q4_K": "fast"}},
+		{"invalid disable", "good", cont, map[string]string{"GEMV_TUNE_DISABLE": "yes"}},
+		{"empty values", "good", cont, map[string]string{"GEMV_FORCE_VARIANT": "", "GEMV_UNROLL": "", "GEMV_TUNE_DISABLE": ""}},
+	}
+}
+
+// resolve turns the case's path names into files.
+func (c envCase) resolve(good, corrupt, missing string) (path string, env map[string]string) {
+	name := map[string]string{"good": good, "corrupt": corrupt, "missing": missing, "": ""}
+	env = map[string]string{}
+	for k, v := range c.env {
+		if p, ok := name[v]; ok && k == gemvtune.EnvTuneCache {
+			v = p
+		}
+		env[k] = v
+	}
+	return name[c.path], env
+}
+
+// expected is what the Go policy answers for the case, in the canonical form.
+func expected(path string, flags uint32, env map[string]string) string {
+	var b strings.Builder
+	pol, err := gemvtune.Open(&gemvtune.Options{CachePath: path, ContinueOnCacheError: flags&1 != 0,
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+	if err != nil {
+		fmt.Fprintf(&b, "open|%d|%s|null\n", statusOf(openError{err}), err)
+		return b.String()
+	}
+	ce := "-"
+	if pol.CacheErr != nil {
+		ce = pol.CacheErr.Error()
+	}
+	fmt.Fprintf(&b, "open|0|%s|%s\n", pol.CachePath, ce)
+	for _, q := range queries {
+		c, err := pol.Lookup(q.arch, q.format, q.rows, q.cols)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		b.WriteString(canonical(int(statusOf(err)), msg, q.format, c) + "\n")
+	}
+	return b.String()
+}
+
+func writeQueries(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range queries {
+		fmt.Fprintf(&b, "%s %s %d %d\n", q.arch, q.format, q.rows, q.cols)
+	}
+	p := filepath.Join(t.TempDir(), "queries.txt")
+	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// childEnv is the whole environment of a client process: the case's
+// variables and nothing else of GEMV_*, and a HOME of its own.
+func childEnv(t *testing.T, env map[string]string) []string {
+	out := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "XDG_CACHE_HOME=" + t.TempDir()}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// clients are the programs that answer lookups over the C ABI.
+func clients(t *testing.T) map[string][]string {
+	build(t)
+	c := map[string][]string{
+		"C (shared)":  {built.check, "lookup"},
+		"C (archive)": {built.arch, "lookup"},
+	}
+	if py, err := exec.LookPath("python3"); err == nil {
+		c["Python"] = []string{py, "../bindings/python/abi_driver.py", built.lib, "lookup"}
+	} else if os.Getenv("CI") != "" {
+		t.Fatal("python3 not found: .ci/run installs it")
+	}
+	return c
+}
+
+// TestLookupsMatchGo asks every client the query table in every
+// environment case and compares each answer with the Go policy's.
+func TestLookupsMatchGo(t *testing.T) {
+	good, corrupt := fixture(t)
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	qs := writeQueries(t)
+	for name, argv := range clients(t) {
+		for _, ec := range envCases() {
+			t.Run(name+"/"+ec.name, func(t *testing.T) {
+				path, env := ec.resolve(good, corrupt, missing)
+				want := expected(path, ec.flags, env)
+				arg := path
+				if arg == "" {
+					arg = "-"
+				}
+				cmd := exec.Command(argv[0], append(argv[1:], arg, fmt.Sprint(ec.flags), qs)...)
+				cmd.Env = childEnv(t, env)
+				var stderr bytes.Buffer
+				cmd.Stderr = &stderr
+				got, err := cmd.Output()
+				if err != nil {
+					t.Fatalf("%v: %v\n%s", argv, err, stderr.String())
+				}
+				compareLines(t, string(got), want)
+			})
+		}
+	}
+}
+
+func compareLines(t *testing.T, got, want string) {
+	t.Helper()
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			t.Errorf("line %d:\n got %s\nwant %s", i+1, gl, wl)
+		}
+	}
+}
+
+// TestCoversEverySource checks that the table reaches every source of a
+// choice and every return code a lookup can give, so that the comparison
+// cannot pass on a table that misses a kind.
+func TestCoversEverySource(t *testing.T) {
+	good, corrupt := fixture(t)
+	missing := filepath.Join(t.TempDir(), "missing.db")
+	seen := map[string]bool{}
+	codes := map[int]bool{}
+	for _, ec := range envCases() {
+		path, env := ec.resolve(good, corrupt, missing)
+		for _, line := range strings.Split(strings.TrimSpace(expected(path, ec.flags, env)), "\n") {
+			f := strings.Split(line, "|")
+			if f[0] == "open" {
+				var st int
+				fmt.Sscan(f[1], &st)
+				codes[st] = true
+				continue
+			}
+			var st int
+			fmt.Sscan(f[0], &st)
+			codes[st] = true
+			seen[f[3]] = true
+		}
+	}
+	for _, s := range []string{gemvtune.SourceTuned, gemvtune.SourceNearest, gemvtune.SourceForced,
+		gemvtune.SourceForcedGateFailed, gemvtune.SourceDefault, gemvtune.SourceStale, gemvtune.SourceUntunedArch,
+		gemvtune.SourceNoCache, gemvtune.SourceCorruptCache, gemvtune.SourceDisabled} {
+		if !seen[s] {
+			t.Errorf("no case gives source %q", s)
+		}
+	}
+	for _, c := range []int{0, 2, 3, 4, 5, 6} {
+		if !codes[c] {
+			t.Errorf("no case gives status %d", c)
+		}
+	}
+}
+
+// TestThreads runs the lookups from eight C threads at once.
+func TestThreads(t *testing.T) {
+	build(t)
+	good, _ := fixture(t)
+	cmd := exec.Command(built.check, "threads", good, "1", writeQueries(t))
+	cmd.Env = childEnv(t, nil)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	open, rest, _ := strings.Cut(string(out), "\n")
+	summary, rest, _ := strings.Cut(rest, "\n")
+	if !strings.Contains(summary, "differing 0") {
+		t.Fatal(summary)
+	}
+	compareLines(t, open+"\n"+rest, expected(good, 1, nil))
+}
+
+// TestHostileCalls: NULLs, unknown names, zero and huge shapes, short
+// buffers and unknown flags are each an error with a message.
+func TestHostileCalls(t *testing.T) {
+	build(t)
+	for _, bin := range []string{built.check, built.arch} {
+		cmd := exec.Command(bin, "hostile")
+		cmd.Env = childEnv(t, nil)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), ", 0 failed") {
+			t.Fatalf("%s: %v\n%s", bin, err, out)
+		}
+	}
+}
+
+// TestSourceMatchesGo: the source, its name and options are gemvtune.Source's.
+func TestSourceMatchesGo(t *testing.T) {
+	build(t)
+	for _, c := range []struct{ arch, format, id string }{
+		{"sm_90", "q4_0", "v1"}, {"sm_90", "q4_0", "r1f0u4s3w16g14l2a1"}, {"sm_80", "q4_K", "r2f0u2s1w8l1a1"},
+		{"sm_75", "bf16", "r4f0u4s0w4"}, {"sm_90", "affine4", "r1f0u2s2w8l1"}, {"sm_90", "q8_0", "r1f0u2s1w16g7l1"},
+	} {
+		ks, err := gemvtune.Source(c.arch, c.format, c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("0|%s|%s|%d|%s\n%s", ks.Name, ks.Entry, len(ks.Options), strings.Join(ks.Options, "|"), ks.Code)
+		cmd := exec.Command(built.check, "source", c.arch, c.format, c.id)
+		cmd.Env = childEnv(t, map[string]string{"GEMV_TUNE_DISABLE": "1"})
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if string(out) != want {
+			t.Errorf("%v: source differs from gemvtune.Source (%d vs %d bytes)", c, len(out), len(want))
+		}
+	}
+}
+
+// TestRepackMatchesGo repacks quantized random weights of every format
+// into every layout through the ABI and compares with gemvtune.Repack.
+func TestRepackMatchesGo(t *testing.T) {
+	build(t)
+	rng := rand.New(rand.NewPCG(7, 9))
+	dir := t.TempDir()
+	for _, fam := range variants.Families() {
+		format := fam.Format().Name()
+		rows, cols := 24, 4096
+		w := make([]float32, rows*cols)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		raw, err := fam.Format().Quantize(w, rows, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := filepath.Join(dir, format+".raw")
+		if err := os.WriteFile(in, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range fam.Layouts() {
+			want, err := gemvtune.Repack(format, l, raw, rows, cols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, fmt.Sprintf("%s.l%d", format, l))
+			cmd := exec.Command(built.check, "repack", format, fmt.Sprint(l), fmt.Sprint(rows), fmt.Sprint(cols), in, out)
+			if b, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%s l=%d: %v\n%s", format, l, err, b)
+			}
+			got, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s l=%d: repacked bytes differ from gemvtune.Repack", format, l)
+			}
+			if l != 0 && bytes.Equal(got, raw) {
+				t.Errorf("%s l=%d: the repack left the raw bytes as they were: the check cannot tell", format, l)
+			}
+		}
+	}
+}
+
+// TestHeaderDeclaresEveryExport compares the functions gemvtune.h declares
+// with the symbols the shared library exports (the prototypes themselves
+// are checked by the C compiler: main.go includes gemvtune.h before cgo's
+// declarations of the exports).
+func TestHeaderDeclaresEveryExport(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the ELF symbol table")
+	}
+	build(t)
+	hdr, err := os.ReadFile("gemvtune.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, line := range strings.Split(string(hdr), "\n") {
+		if i := strings.Index(line, " gemvtune_"); i >= 0 && !strings.HasPrefix(line, " ") && !strings.HasPrefix(line, "typedef") &&
+			!strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "}") {
+			name := line[i+1:]
+			if j := strings.Index(name, "("); j > 0 {
+				declared[name[:j]] = true
+			}
+		}
+	}
+	nm := tool(t, "nm")
+	out, err := exec.Command(nm, "-D", "--defined-only", built.lib).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[1] == "T" && strings.HasPrefix(f[2], "gemvtune_") {
+			exported[f[2]] = true
+		}
+	}
+	for name := range declared {
+		if !exported[name] {
+			t.Errorf("gemvtune.h declares %s, the library does not export it", name)
+		}
+	}
+	for name := range exported {
+		if !declared[name] {
+			t.Errorf("the library exports %s, gemvtune.h does not declare it", name)
+		}
+	}
+	if len(declared) < 10 {
+		t.Errorf("found only %d declarations in gemvtune.h: %v", len(declared), declared)
+	}
+}
