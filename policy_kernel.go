@@ -83,6 +83,28 @@ func Source(arch, format, id string) (KernelSource, error) {
 	}, nil
 }
 
+// LaunchOf returns the launch of variant id ("v1" or a canonical ID) of
+// format for a rows×cols shape, after checking that its gate passes: what
+// an engine needs to launch a variant it chose itself (stock, say), where
+// a Choice already carries its own Launch.
+func LaunchOf(format, id string, rows, cols int) (variants.Launch, error) {
+	fam, err := variants.FamilyOf(format)
+	if err != nil {
+		return variants.Launch{}, err
+	}
+	p, err := space.Parse(id)
+	if err != nil {
+		return variants.Launch{}, err
+	}
+	if err := (space.Shape{Rows: rows, Cols: cols}).Validate(); err != nil {
+		return variants.Launch{}, err
+	}
+	if err := fam.Gate(p, rows, cols); err != nil {
+		return variants.Launch{}, err
+	}
+	return fam.Launch(p, rows, cols), nil
+}
+
 // WeightBytes is the number of bytes of a rows×cols tensor of format in
 // any of its layouts (repacking never changes the count).
 func WeightBytes(format string, rows, cols int) (int64, error) {

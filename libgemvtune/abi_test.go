@@ -476,6 +476,35 @@ func TestSourceMatchesGo(t *testing.T) {
 	}
 }
 
+// TestLaunchMatchesGo: gemvtune_launch gives gemvtune.LaunchOf's geometry
+// or its error.
+func TestLaunchMatchesGo(t *testing.T) {
+	build(t)
+	for _, c := range []struct {
+		format, id string
+		rows, cols int
+	}{
+		{"q4_0", "v1", 4096, 4096}, {"q4_0", "r1f0u4s3w16g14l2a1", 28672, 8192}, {"q4_K", "r2f0u2s1w8l1a1", 4096, 14336},
+		{"bf16", "r4f0u4s0w4", 128256, 4096}, {"q8_0", "r1f0u2s2w16g7l1", 1024, 4096}, {"q4_0", "r1f0u4s3w16", 64, 32},
+		{"q4_0", "v1", 0, 32}, {"q9", "v1", 1, 32}, {"q4_0", "x", 1, 32},
+	} {
+		want := ""
+		l, err := gemvtune.LaunchOf(c.format, c.id, c.rows, c.cols)
+		if err != nil {
+			want = fmt.Sprintf("%d|%s\n", statusOf(err), err)
+		} else {
+			want = fmt.Sprintf("0|%d,%d,%d|%d,%d,%d|%d\n", l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes)
+		}
+		out, err := exec.Command(built.check, "launch", c.format, c.id, fmt.Sprint(c.rows), fmt.Sprint(c.cols)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if string(out) != want {
+			t.Errorf("%v: got %q, want %q", c, out, want)
+		}
+	}
+}
+
 // TestRepackMatchesGo repacks quantized random weights of every format
 // into every layout through the ABI and compares with gemvtune.Repack.
 func TestRepackMatchesGo(t *testing.T) {

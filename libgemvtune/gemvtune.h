@@ -144,6 +144,13 @@ gemvtune_status gemvtune_lookup(gemvtune_policy* h, const char* arch, const char
 gemvtune_status gemvtune_source(gemvtune_policy* h, const char* arch, const char* format, const char* id,
                                 gemvtune_kernel_source* out, char* errbuf, size_t errlen);
 
+/* The launch of variant id ("v1" or an ID) of format at rows x cols, for
+ * an engine that runs a variant it did not get from gemvtune_lookup (a
+ * choice carries its own): grid[3], block[3] and the dynamic shared
+ * memory; above 48 KiB the function's limit must be raised first. */
+gemvtune_status gemvtune_launch(const char* format, const char* id, int64_t rows, int64_t cols, uint32_t* grid,
+                                uint32_t* block, uint32_t* shared_bytes, char* errbuf, size_t errlen);
+
 /* The bytes of a rows x cols tensor of format, the same in every layout. */
 gemvtune_status gemvtune_repack_size(const char* format, int32_t layout, int64_t rows, int64_t cols,
                                      size_t* size, char* errbuf, size_t errlen);

@@ -457,6 +457,34 @@ func tensor(format C.gt_cstr, rows, cols C.int64_t) (string, int, int, int64, er
 	return f, r, c, n, err
 }
 
+//export gemvtune_launch
+func gemvtune_launch(format, id C.gt_cstr, rows, cols C.int64_t, grid, block, shared *C.uint32_t,
+	errbuf *C.char, errlen C.size_t) (st C.gemvtune_status) {
+	var err error
+	defer func() { st = finish(recover(), err, errbuf, errlen) }()
+	if grid == nil || block == nil || shared == nil {
+		err = argErr("grid, block and shared_bytes must not be NULL")
+		return
+	}
+	var f, v string
+	if f, err = goString(format, "format"); err != nil {
+		return
+	}
+	if v, err = goString(id, "id"); err != nil {
+		return
+	}
+	l, lerr := gemvtune.LaunchOf(f, v, int(rows), int(cols))
+	if err = lerr; err != nil {
+		return
+	}
+	g, b := unsafe.Slice(grid, 3), unsafe.Slice(block, 3)
+	for i := range 3 {
+		g[i], b[i] = C.uint32_t(l.Grid[i]), C.uint32_t(l.Block[i])
+	}
+	*shared = C.uint32_t(l.SharedBytes)
+	return
+}
+
 //export gemvtune_repack_size
 func gemvtune_repack_size(format C.gt_cstr, layout C.int32_t, rows, cols C.int64_t, size *C.size_t,
 	errbuf *C.char, errlen C.size_t) (st C.gemvtune_status) {

@@ -123,6 +123,9 @@ def load(path=None):
                              c_char_p, c_size_t], ctypes.c_int),
         "gemvtune_source": ([ctypes.c_void_p, c_char_p, c_char_p, c_char_p, ctypes.POINTER(_Source), c_char_p,
                              c_size_t], ctypes.c_int),
+        "gemvtune_launch": ([c_char_p, c_char_p, c_int64, c_int64, ctypes.POINTER(ctypes.c_uint32),
+                             ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32), c_char_p, c_size_t],
+                            ctypes.c_int),
         "gemvtune_repack_size": ([c_char_p, c_int32, c_int64, c_int64, ctypes.POINTER(c_size_t), c_char_p, c_size_t],
                                  ctypes.c_int),
         "gemvtune_repack": ([c_char_p, c_int32, ctypes.c_void_p, c_size_t, c_int64, c_int64, ctypes.c_void_p, c_size_t,
@@ -199,6 +202,15 @@ class Policy:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def launch(format, id, rows, cols):
+    """(grid, block, shared_bytes) of variant id of format at rows x cols."""
+    grid, block, smem = (ctypes.c_uint32 * 3)(), (ctypes.c_uint32 * 3)(), ctypes.c_uint32()
+    buf = ctypes.create_string_buffer(1024)
+    _check(_l().gemvtune_launch(format.encode(), id.encode(), rows, cols, grid, block, ctypes.byref(smem), buf,
+                                len(buf)), buf)
+    return tuple(grid), tuple(block), smem.value
 
 
 def repack_size(format, layout, rows, cols):

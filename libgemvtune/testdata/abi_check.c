@@ -7,6 +7,7 @@
  *   abi_check lookup CACHE|- FLAGS QUERIES   one line per query of "arch format rows cols"
  *   abi_check threads CACHE|- FLAGS QUERIES  the same lookups from 8 threads, checked against each other
  *   abi_check source ARCH FORMAT ID          the source's name, entry, options and code
+ *   abi_check launch FORMAT ID ROWS COLS     the launch, or the error
  *   abi_check repack FORMAT LAYOUT ROWS COLS IN OUT
  *   abi_check hostile                        NULLs, bad names and sizes: each must be an error
  */
@@ -169,6 +170,18 @@ static int source_main(int argc, char** argv) {
     return 0;
 }
 
+static int launch_main(int argc, char** argv) {
+    if (argc != 6) return 2;
+    uint32_t grid[3], block[3], smem;
+    char err[1024] = "";
+    int st = gemvtune_launch(argv[2], argv[3], atoll(argv[4]), atoll(argv[5]), grid, block, &smem, err, sizeof err);
+    if (st != GEMVTUNE_OK)
+        printf("%d|%s\n", st, err);
+    else
+        printf("0|%u,%u,%u|%u,%u,%u|%u\n", grid[0], grid[1], grid[2], block[0], block[1], block[2], smem);
+    return 0;
+}
+
 static int repack_main(int argc, char** argv) {
     if (argc != 8) return 2;
     const char* format = argv[2];
@@ -257,6 +270,10 @@ static int hostile_main(void) {
     CALL("source id NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_source(h, "sm_90", "q4_0", NULL, &s, err, sizeof err));
     gemvtune_kernel_source ss = {.size = 4};
     CALL("source struct too small", GEMVTUNE_ERR_ARGUMENT, gemvtune_source(h, "sm_90", "q4_0", "v1", &ss, err, sizeof err));
+    uint32_t g3[3], b3[3], sm;
+    CALL("launch grid NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_launch("q4_0", "v1", 64, 256, NULL, b3, &sm, err, sizeof err));
+    CALL("launch id NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_launch("q4_0", NULL, 64, 256, g3, b3, &sm, err, sizeof err));
+    CALL("launch gate fails", GEMVTUNE_ERR_SHAPE, gemvtune_launch("q4_0", "r1f0u4s3w16", 64, 32, g3, b3, &sm, err, sizeof err));
     size_t n = 0;
     CALL("repack_size size NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_repack_size("q4_0", 1, 64, 256, NULL, err, sizeof err));
     CALL("repack_size 0 rows", GEMVTUNE_ERR_SHAPE, gemvtune_repack_size("q4_0", 1, 0, 256, &n, err, sizeof err));
@@ -305,7 +322,8 @@ int main(int argc, char** argv) {
     if (argc >= 2 && strcmp(argv[1], "threads") == 0) return threads_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "source") == 0) return source_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "repack") == 0) return repack_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "launch") == 0) return launch_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "hostile") == 0) return hostile_main();
-    fprintf(stderr, "usage: abi_check lookup|threads|source|repack|hostile ...\n");
+    fprintf(stderr, "usage: abi_check lookup|threads|source|launch|repack|hostile ...\n");
     return 2;
 }
