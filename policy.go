@@ -44,6 +44,12 @@ type Options struct {
 	ContinueOnCacheError bool
 	// LookupEnv reads the environment; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// GPUName is the engine's GPU as NVML or cuDeviceGetName names it
+	// ("NVIDIA H200"), the model Lookup prefers: records measured on that
+	// model first, then another model of the same arch (source
+	// "other-model"). "" means unknown: every model of the arch, by name.
+	// LookupGPU asks for another one.
+	GPUName string
 }
 
 // Policy answers lookups from an in-memory copy of the cache and the
@@ -55,8 +61,12 @@ type Policy struct {
 	// ContinueOnCacheError), or the first unreadable entry when some
 	// entries were skipped; nil otherwise.
 	CacheErr error
+	// Notice is a remark about how the cache was read, "" when there is
+	// none: a file of an older layout read from its records.
+	Notice string
 
 	env         settings
+	model       string // cache.NormalizeModel(Options.GPUName), "" if unknown
 	cacheSource string // SourceNoCache or SourceCorruptCache when the cache is unusable
 	families    map[string]*famInfo
 	tables
@@ -89,15 +99,22 @@ var famTable = sync.OnceValues(func() (map[string]*famInfo, []*famInfo) {
 	return m, list
 })
 
-// archInfo holds an arch's groups, indexed by famInfo.idx (nil: nothing of
-// that format).
+// archInfo holds an arch's GPU models, sorted by name.
 type archInfo struct {
+	name   string
+	models []*modelInfo
+}
+
+// modelInfo holds the groups of one (arch, GPU model), indexed by
+// famInfo.idx (nil: nothing of that format).
+type modelInfo struct {
 	name   string
 	groups []*group
 }
 
-// group holds the records of one (arch, format).
+// group holds the records of one (arch, GPU model, format).
 type group struct {
+	model   string
 	fam     *famInfo
 	members []int32 // table indexes, in index order
 
@@ -110,6 +127,7 @@ type group struct {
 	ids       map[space.Params]string  // ID of each current winner
 	staleWhy  map[int32]string         // why each stale record (by table index) is stale
 	memo      []atomic.Pointer[memo]   // by keys index: Lookup's answer for exactly that key
+	memoAny   []atomic.Pointer[memo]   // the same for lookups that name no GPU model
 	near      []atomic.Pointer[Choice] // by keys index: the nearest-rule choice built on that record
 }
 
@@ -155,6 +173,9 @@ func Open(opts *Options) (*Policy, error) {
 	}
 	fams, _ := famTable()
 	p := &Policy{env: env, families: fams}
+	if o.GPUName != "" {
+		p.model = cache.NormalizeModel(o.GPUName)
+	}
 	if env.disable {
 		return p, nil
 	}
@@ -173,6 +194,7 @@ func Open(opts *Options) (*Policy, error) {
 		return p.cacheFailed(o, err, src)
 	}
 	p.build(t)
+	p.Notice = t.Notice()
 	p.cubinPath = p.CachePath
 	if abs, err := filepath.Abs(p.CachePath); err == nil {
 		p.cubinPath = abs
@@ -189,104 +211,69 @@ func (p *Policy) cacheFailed(o Options, err error, src string) (*Policy, error) 
 }
 
 // build notes the unreadable entries and sorts the records into their
-// (arch, format) groups, keeping index order. Everything else is derived
-// per group on first use (group.init).
+// (arch, GPU model, format) groups, keeping index order. Everything else
+// is derived per group on first use (group.init).
 func (p *Policy) build(t *cache.Table) {
 	p.t = t
 	_, fams := famTable()
-	nf := len(fams)
-	var archs []*archInfo
-	archIdx := func(name string) int {
-		for i, a := range archs {
-			if a.name == name {
-				return i
-			}
+	p.archs = map[string]*archInfo{}
+	arch := func(name string) *archInfo {
+		a := p.archs[name]
+		if a == nil {
+			a = &archInfo{name: name}
+			p.archs[name] = a
 		}
-		archs = append(archs, &archInfo{name: name})
-		return len(archs) - 1
-	}
-	famIdx := func(name string) int {
-		for _, fi := range fams {
-			if fi.name == name {
-				return fi.idx
-			}
-		}
-		return -1 // a format this build does not know: never looked up
+		return a
 	}
 	if bad := t.Bad(); len(bad) > 0 {
 		p.bad = make(map[cache.Key]string, len(bad))
 		for _, b := range bad {
 			p.bad[b.Key] = b.Err.Error()
 			if b.Key.Arch != "" {
-				archIdx(b.Key.Arch)
+				arch(b.Key.Arch)
 			}
 		}
 		p.CacheErr = fmt.Errorf("%d unreadable cache entries skipped, first: %w", len(bad), bad[0].Err)
 	}
-	// Group of each record: arch index × nf + family index, or -1. Names
-	// are resolved once per distinct string.
-	refArch := make([]int32, 2*t.NumStrings())
-	refFam := refArch[t.NumStrings():]
-	for i := range refArch {
-		refArch[i] = -2 // not yet resolved
-	}
-	groupOf := func(i int) int {
-		var a, f int
-		if ar, fr, ok := t.Names(i); ok {
-			if refArch[ar] == -2 {
-				refArch[ar] = int32(archIdx(t.String(ar)))
-			}
-			if refFam[fr] == -2 {
-				refFam[fr] = int32(famIdx(t.String(fr)))
-			}
-			a, f = int(refArch[ar]), int(refFam[fr])
-		} else {
-			k := t.Key(i)
-			a, f = archIdx(k.Arch), famIdx(k.Format)
-		}
-		if f < 0 {
-			return -1
-		}
-		return a*nf + f
-	}
-	n := t.Len()
-	counts := make([]int32, 1, 64)
-	for i := 0; i < n; i++ {
-		if g := groupOf(i); g >= 0 {
-			if g+1 >= len(counts) {
-				counts = append(counts, make([]int32, g+2-len(counts))...)
-			}
-			counts[g+1]++
-		}
-	}
-	counts = append(counts, make([]int32, len(archs)*nf+1-len(counts))...)
-	for i := 1; i < len(counts); i++ {
-		counts[i] += counts[i-1]
-	}
-	members := make([]int32, counts[len(counts)-1])
-	next := counts[:len(counts)-1]
-	for i := 0; i < n; i++ {
-		if g := groupOf(i); g >= 0 {
-			members[next[g]] = int32(i)
-			next[g]++
-		}
-	}
-	// next[g] is now the end of group g, which starts where g-1 ends.
-	p.archs = make(map[string]*archInfo, len(archs))
-	start := int32(0)
-	for ai, a := range archs {
-		for f := 0; f < nf; f++ {
-			end := next[ai*nf+f]
-			if end > start {
-				if a.groups == nil {
-					a.groups = make([]*group, nf)
+	type name struct{ arch, model, format string }
+	groups := map[name]*group{}
+	var last name
+	var lastGroup *group
+	for i := 0; i < t.Len(); i++ {
+		a, m, f := t.Group(i)
+		k := name{a, m, f}
+		g := lastGroup
+		if k != last || g == nil {
+			if g = groups[k]; g == nil {
+				fi := p.families[f]
+				if fi == nil {
+					continue // a format this build does not know: never looked up
 				}
-				a.groups[f] = &group{fam: fams[f], members: members[start:end:end]}
+				g = &group{model: m, fam: fi}
+				groups[k] = g
+				ai := arch(a)
+				mi := ai.model(m)
+				if mi == nil {
+					mi = &modelInfo{name: m, groups: make([]*group, len(fams))}
+					ai.models = append(ai.models, mi)
+					slices.SortFunc(ai.models, func(x, y *modelInfo) int { return cmp.Compare(x.name, y.name) })
+				}
+				mi.groups[fi.idx] = g
 			}
-			start = end
+			last, lastGroup = k, g
 		}
-		p.archs[a.name] = a
+		g.members = append(g.members, int32(i))
 	}
+}
+
+// model returns a's model of that name, or nil.
+func (a *archInfo) model(name string) *modelInfo {
+	for _, m := range a.models {
+		if m.name == name {
+			return m
+		}
+	}
+	return nil
 }
 
 // init sorts g's members by shape, notes which are stale, collects the
@@ -368,6 +355,7 @@ func (g *group) init(p *Policy) {
 		})
 		g.keys, g.cubins, g.altCubins, g.ids, g.staleWhy = keys, cubins, altCubins, ids, staleWhy
 		g.memo = make([]atomic.Pointer[memo], len(keys))
+		g.memoAny = make([]atomic.Pointer[memo], len(keys))
 		g.near = make([]atomic.Pointer[Choice], len(keys))
 	})
 }

@@ -11,6 +11,7 @@ import (
 const (
 	SourceTuned            = "tuned"              // the cache's winner for this exact shape
 	SourceNearest          = "nearest"            // the winner of the same-cols shape with the closest rows
+	SourceOtherModel       = "other-model"        // tuned or nearest, measured on another GPU model of the same arch
 	SourceForced           = "forced"             // GEMV_FORCE_VARIANT* or a knob override
 	SourceForcedGateFailed = "forced-gate-failed" // the forced variant cannot run this shape: stock
 	SourceDefault          = "default"            // nothing usable tuned for this shape: stock

@@ -16,7 +16,7 @@ func TestUnreadableEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = b.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket([]byte("sm_90")).Bucket([]byte("q4_0")).Put([]byte("1024x4096"), []byte(`{"schema":1,"rows":"garbage"`)); err != nil {
+		if err := tx.Bucket([]byte("sm_90")).Bucket([]byte("h200")).Bucket([]byte("q4_0")).Put([]byte("1024x4096"), []byte(`{"schema":1,"rows":"garbage"`)); err != nil {
 			return err
 		}
 		return tx.Bucket([]byte("_meta")).Put([]byte("index"), []byte("garbage index"))

@@ -15,6 +15,9 @@ const (
 	EnvTuneCache    = "GEMV_TUNE_CACHE"    // cache file
 	EnvTuneDisable  = "GEMV_TUNE_DISABLE"  // 1: stock everywhere
 	EnvRequireExact = "GEMV_REQUIRE_EXACT" // 1: only exact-class variants
+	// EnvRequireSameModel: 1 makes a record of another GPU model of the
+	// same arch give stock instead of source other-model.
+	EnvRequireSameModel = "GEMV_REQUIRE_SAME_MODEL"
 )
 
 // knobEnv maps each knob override variable to the knob's letter in
@@ -46,12 +49,13 @@ type override struct {
 
 // settings is the environment as read once at Open.
 type settings struct {
-	disable      bool
-	requireExact bool
-	forceAll     *forcing
-	forceFormat  map[string]*forcing // format name → forcing
-	overrides    []override
-	overrideText string // "GEMV_UNROLL=4, GEMV_WARPS=4"
+	disable          bool
+	requireExact     bool
+	requireSameModel bool
+	forceAll         *forcing
+	forceFormat      map[string]*forcing // format name → forcing
+	overrides        []override
+	overrideText     string // "GEMV_UNROLL=4, GEMV_WARPS=4"
 }
 
 // ForceVariantEnv returns the variable that forces a variant for one
@@ -67,6 +71,9 @@ func readEnv(lookup func(string) (string, bool)) (settings, error) {
 		return s, err
 	}
 	if s.requireExact, err = envBool(lookup, EnvRequireExact); err != nil {
+		return s, err
+	}
+	if s.requireSameModel, err = envBool(lookup, EnvRequireSameModel); err != nil {
 		return s, err
 	}
 	if s.forceAll, err = envForce(lookup, EnvForceVariant); err != nil {

@@ -13,17 +13,22 @@ import (
 )
 
 // Lookup returns the variant an engine should run for format on an arch
-// ("sm_90") and shape rows×cols, with the environment applied. In order:
+// ("sm_90") and shape rows×cols, for the GPU of Options.GPUName, with the
+// environment applied. In order:
 //
 //  1. GEMV_TUNE_DISABLE=1: stock ("disabled").
 //  2. GEMV_FORCE_VARIANT_<FORMAT>, else GEMV_FORCE_VARIANT: that variant
-//     ("forced"), or stock where its gate fails ("forced-gate-failed").
-//  3. The cache: the record of this exact shape ("tuned"; "stale" if it no
-//     longer matches the kernels), else the record of the same arch, format
-//     and cols with the closest rows, the larger on a tie ("nearest"), if
-//     its winner's gate passes for this shape; else stock ("default",
-//     "untuned-arch", "no-cache" or "corrupt-cache"). Another arch's
-//     winners are never used.
+//     ("forced"), or stock where it cannot run this shape on this arch
+//     ("forced-gate-failed").
+//  3. The cache, the GPU's own model first: the record of this exact shape
+//     ("tuned"; "stale" if it no longer matches the kernels), else the
+//     record of the same arch, model, format and cols with the closest
+//     rows, the larger on a tie ("nearest"), if its winner's gate passes
+//     for this shape. Where that gives stock, the same from another GPU
+//     model of the arch, by name ("other-model", its reason naming both
+//     models; stock instead with GEMV_REQUIRE_SAME_MODEL=1). Else stock
+//     ("default", "untuned-arch", "no-cache" or "corrupt-cache"). Another
+//     arch's winners are never used.
 //  4. Knob overrides (GEMV_ROWS_PER_WARP, ...) on top ("forced", or stock
 //     with "forced-gate-failed" where the result cannot run the shape).
 //
@@ -37,53 +42,67 @@ import (
 // A bad arch, an unknown format or a shape that the format cannot hold
 // returns an error (and a stock Choice saying so).
 func (p *Policy) Lookup(arch, format string, rows, cols int) (Choice, error) {
-	at := p.find(arch, format, rows, cols)
-	if at.j < 0 {
-		return p.lookup(arch, format, rows, cols, at)
+	return p.lookupModel(arch, p.model, format, rows, cols)
+}
+
+// LookupGPU is Lookup for the GPU named gpu (as NVML names it, e.g.
+// "NVIDIA H20"; "" for unknown) instead of Options.GPUName.
+func (p *Policy) LookupGPU(arch, gpu, format string, rows, cols int) (Choice, error) {
+	model := ""
+	if gpu != "" {
+		model = cache.NormalizeModel(gpu)
 	}
-	// A key the cache holds: its answer never changes, so the first one
-	// is kept and later lookups copy it without allocating.
-	g := at.g
-	if m := g.memo[at.j].Load(); m != nil {
+	return p.lookupModel(arch, model, format, rows, cols)
+}
+
+func (p *Policy) lookupModel(arch, model, format string, rows, cols int) (Choice, error) {
+	at := p.find(arch, model, format, rows, cols)
+	if at.j < 0 {
+		return p.lookup(arch, model, format, rows, cols)
+	}
+	// A key of the first group in order that the cache holds: its answer
+	// never changes, so the first one is kept and later lookups copy it
+	// without allocating. Lookups that name no model keep theirs apart.
+	slot := &at.g.memo[at.j]
+	if model == "" {
+		slot = &at.g.memoAny[at.j]
+	}
+	if m := slot.Load(); m != nil {
 		return m.c, m.err
 	}
-	c, err := p.lookup(arch, format, rows, cols, at)
-	g.memo[at.j].Store(&memo{c, err})
+	c, err := p.lookup(arch, model, format, rows, cols)
+	slot.Store(&memo{c, err})
 	return c, err
 }
 
-// place is where find found a key: its group (if known: g may be nil for
-// none) and its index in g.keys (-1: not there).
+// place is where find found a key in the first group of the lookup's
+// order: the group and its index in g.keys (-1: not there).
 type place struct {
-	g     *group
-	j     int
-	known bool
+	g *group
+	j int
 }
 
-// find looks up the record of exactly this key.
-func (p *Policy) find(arch, format string, rows, cols int) place {
-	a := p.archs[arch]
+// find looks up the record of exactly this key in the first group of the
+// lookup's order.
+func (p *Policy) find(arch, model, format string, rows, cols int) place {
 	fi := p.families[format]
-	if a == nil || fi == nil || rows < 1 || cols < 1 || rows > space.MaxDim || cols > space.MaxDim {
+	if fi == nil || rows < 1 || cols < 1 || rows > space.MaxDim || cols > space.MaxDim {
 		return place{j: -1}
 	}
-	var g *group
-	if a.groups != nil {
-		g = a.groups[fi.idx]
+	g, _, ok := p.order(arch, model, fi).at(0)
+	if !ok {
+		return place{j: -1}
 	}
-	if g == nil {
-		return place{j: -1, known: true}
-	}
-	return place{g: g, j: g.find(p, rows, cols), known: true}
+	return place{g: g, j: g.find(p, rows, cols)}
 }
 
 // lookup is Lookup without the memo.
-func (p *Policy) lookup(arch, format string, rows, cols int, at place) (Choice, error) {
+func (p *Policy) lookup(arch, model, format string, rows, cols int) (Choice, error) {
 	a, err := space.ParseArch(arch)
 	if err != nil {
 		return invalid(err)
 	}
-	c, err := p.choose(arch, format, rows, cols, at)
+	c, err := p.choose(a, arch, model, format, rows, cols)
 	if err == nil {
 		c.PDL = a.Major >= 9 // every family's kernel calls griddepcontrol there
 		fam := p.families[format].fam
@@ -93,8 +112,51 @@ func (p *Policy) lookup(arch, format string, rows, cols int, at place) (Choice, 
 	return c, err
 }
 
+// order is format's groups on one arch in the order lookups prefer them:
+// the GPU's own model first, then the others by name. It is a value, so
+// walking it allocates nothing.
+type order struct {
+	a     *archInfo
+	fi    *famInfo
+	model string // "" : unknown, every model counts as the GPU's own
+	own   *group // the model's own group, or nil
+}
+
+func (p *Policy) order(arch, model string, fi *famInfo) order {
+	o := order{a: p.archs[arch], fi: fi, model: model}
+	if o.a != nil && model != "" {
+		if mi := o.a.model(model); mi != nil {
+			o.own = mi.groups[fi.idx]
+		}
+	}
+	return o
+}
+
+// at returns the i-th group in order, whether it is the GPU's own, and
+// false past the last.
+func (o order) at(i int) (g *group, own, ok bool) {
+	if o.a == nil {
+		return nil, false, false
+	}
+	if o.own != nil {
+		if i == 0 {
+			return o.own, true, true
+		}
+		i--
+	}
+	for _, mi := range o.a.models {
+		if g := mi.groups[o.fi.idx]; g != nil && g != o.own {
+			if i == 0 {
+				return g, o.model == "", true
+			}
+			i--
+		}
+	}
+	return nil, false, false
+}
+
 // choose is lookup's choice for a valid arch.
-func (p *Policy) choose(arch, format string, rows, cols int, at place) (Choice, error) {
+func (p *Policy) choose(a space.Arch, arch, model, format string, rows, cols int) (Choice, error) {
 	fi := p.families[format]
 	if fi == nil {
 		return invalid(fmt.Errorf("%w %q: accepted %s", variants.ErrUnknownFormat, format, strings.Join(variants.FormatNames, ", ")))
@@ -109,65 +171,118 @@ func (p *Policy) choose(arch, format string, rows, cols int, at place) (Choice, 
 	if p.env.disable {
 		return stock(SourceDisabled, "GEMV_TUNE_DISABLE=1: stock kernel everywhere"), nil
 	}
-	g := at.g
-	if !at.known {
-		if a := p.archs[arch]; a != nil && a.groups != nil {
-			g = a.groups[fi.idx]
-		}
-		if g != nil {
-			at.j = g.find(p, rows, cols)
-		}
-	}
+	o := p.order(arch, model, fi)
 	if f := p.env.forced(format); f != nil {
 		why := f.env
 		if len(p.env.overrides) > 0 {
 			why += " with " + p.env.overrideText
 		}
-		return p.variant(fi, g, p.env.apply(f.params), why, rows, cols), nil
+		return p.variant(fi, a, o, p.env.apply(f.params), why, rows, cols), nil
 	}
-	c := p.fromCache(fi, g, at.j, arch, format, sh)
+	c := p.fromCache(o, arch, format, sh)
 	if len(p.env.overrides) > 0 {
 		if q := p.env.apply(c.Params); q != c.Params {
 			why := p.env.overrideText + " on top of " + c.ID + " (" + c.Source + ")"
-			c = p.variant(fi, g, q, why, rows, cols)
+			c = p.variant(fi, a, o, q, why, rows, cols)
 		}
 	}
 	return c, nil
 }
 
-// variant checks a forced or overridden variant q against the gate and
-// GEMV_REQUIRE_EXACT; why names the variables behind it.
-func (p *Policy) variant(fi *famInfo, g *group, q space.Params, why string, rows, cols int) Choice {
+// variant checks a forced or overridden variant q against the gate, the
+// arch and GEMV_REQUIRE_EXACT; why names the variables behind it. A cubin
+// of q stored for any model of the arch serves.
+func (p *Policy) variant(fi *famInfo, a space.Arch, o order, q space.Params, why string, rows, cols int) Choice {
+	sh := space.Shape{Rows: rows, Cols: cols}
 	if err := fi.fam.Gate(q, rows, cols); err != nil {
-		return stock(SourceForcedGateFailed, why+": "+idOf(q)+" cannot run "+space.Shape{Rows: rows, Cols: cols}.String()+": "+err.Error())
+		return stock(SourceForcedGateFailed, why+": "+idOf(q)+" cannot run "+sh.String()+": "+err.Error())
+	}
+	if err := space.ArchAllows(a, q); err != nil {
+		return stock(SourceForcedGateFailed, why+": "+idOf(q)+" cannot run on "+a.String()+": "+err.Error())
 	}
 	class := string(fi.fam.Class(q))
 	if p.env.requireExact && class != cache.ClassExact {
 		return stock(SourceForcedGateFailed, why+": "+idOf(q)+" is "+class+"-class and GEMV_REQUIRE_EXACT=1")
 	}
 	c := Choice{ID: idOf(q), Params: q, Class: class, Source: SourceForced, Reason: why, Layout: q.L}
-	if g != nil {
+	for i := 0; c.Cubin == nil; i++ {
+		g, _, ok := o.at(i)
+		if !ok {
+			break
+		}
 		c.Cubin = p.groupCubin(g, q)
 	}
 	return c
 }
 
-// fromCache is step 3 of Lookup.
-func (p *Policy) fromCache(fi *famInfo, g *group, j int, arch, format string, sh space.Shape) Choice {
+// fromCache is step 3 of Lookup: the GPU's own group first, then, where
+// it gives stock, another model's.
+func (p *Policy) fromCache(o order, arch, format string, sh space.Shape) Choice {
 	if p.cacheSource != "" {
 		return stock(p.cacheSource, "cache "+p.CachePath+" unusable: "+p.CacheErr.Error())
 	}
-	if len(p.bad) > 0 {
-		if why, ok := p.bad[cache.Key{Arch: arch, Format: format, Rows: sh.Rows, Cols: sh.Cols}]; ok {
+	for k, why := range p.bad {
+		if k.Arch == arch && k.Format == format && k.Rows == sh.Rows && k.Cols == sh.Cols && (o.model == "" || k.Model == o.model) {
 			return stock(SourceCorruptCache, "the cache entry for this shape is unreadable: "+why)
 		}
 	}
-	if g == nil {
-		if p.archs[arch] == nil {
+	var first Choice
+	for i := 0; ; i++ {
+		g, own, ok := o.at(i)
+		switch {
+		case !ok && i == 0 && p.archs[arch] == nil:
 			return stock(SourceUntunedArch, "the cache has no records for "+arch+" (other archs' winners are never used)")
+		case !ok && i == 0:
+			return stock(SourceDefault, "nothing tuned for "+format+" on "+arch)
+		case !ok:
+			if o.own == nil && o.model != "" {
+				first.Reason = "nothing usable tuned on " + o.model + " or the other models of " + arch + " (" +
+					o.models() + "): " + first.Reason
+			}
+			return first
+		case !own && p.env.requireSameModel:
+			if i == 0 {
+				return stock(SourceDefault, "GEMV_REQUIRE_SAME_MODEL=1: "+format+" on "+arch+" was tuned on "+
+					o.models()+" only, not on "+modelName(o.model))
+			}
+			return first
 		}
-		return stock(SourceDefault, "nothing tuned for "+format+" on "+arch)
+		c := p.fromGroup(o.fi, g, arch, format, sh)
+		if !c.Params.IsStock() || c.Evidence != nil {
+			if !own {
+				c.Reason = "nothing usable tuned on " + o.model + "; from " + g.model + ": " + c.Reason
+				c.Source = SourceOtherModel
+			}
+			return c
+		}
+		if i == 0 {
+			first = c
+		}
 	}
+}
+
+// models lists the models of the order's groups, in order.
+func (o order) models() string {
+	var names []string
+	for i := 0; ; i++ {
+		g, _, ok := o.at(i)
+		if !ok {
+			return strings.Join(names, ", ")
+		}
+		names = append(names, g.model)
+	}
+}
+
+func modelName(model string) string {
+	if model == "" {
+		return "an unnamed GPU"
+	}
+	return model
+}
+
+// fromGroup is the choice the records of one group give.
+func (p *Policy) fromGroup(fi *famInfo, g *group, arch, format string, sh space.Shape) Choice {
+	j := g.find(p, sh.Rows, sh.Cols)
 	if j >= 0 {
 		m := &g.keys[j]
 		s := p.t.Summary(int(m.i))

@@ -16,8 +16,14 @@ import (
 )
 
 // FileVersion is the layout version of the bbolt file (bucket _meta, key
-// "layout"). A file of another version is refused with ErrVersion.
-const FileVersion = 1
+// "layout"). A file of a newer version is refused with ErrVersion; one of
+// oldFileVersion is read from its records and rewritten by the first
+// writer that opens it (migrate.go).
+const FileVersion = 2
+
+// oldFileVersion is the layout before the GPU model was part of the key:
+// arch → format → shape → record JSON.
+const oldFileVersion = 1
 
 // DefaultTimeout is how long Open and each operation wait for a lock when
 // Options.Timeout is 0.
@@ -55,7 +61,13 @@ type DB struct {
 	mu     sync.Mutex // one bbolt handle of this DB at a time
 	lock   *os.File   // a writer's PATH.lock, held until Close
 	closed atomic.Bool
+
+	migrated string // what Open did to a file of the older layout, or ""
 }
+
+// Migrated says, in one line, how Open rewrote a file of the older layout
+// (GPU models were not part of its keys), or "" when it did not.
+func (db *DB) Migrated() string { return db.migrated }
 
 // Open opens the cache file at path (see Options). A writer first takes
 // PATH.lock; if another process holds it past Options.Timeout, Open
@@ -75,7 +87,7 @@ func Open(path string, opts *Options) (*DB, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := rdb.view(rdb.checkMeta); err != nil {
+		if err := rdb.view(func(tx *bolt.Tx) error { _, err := rdb.checkMeta(tx); return err }); err != nil {
 			return nil, err
 		}
 		return rdb, nil
@@ -235,26 +247,41 @@ func (db *DB) openError(err error) error {
 	return fmt.Errorf("cache %s: %w: %v (delete the file and re-run autotune)", db.path, ErrCorrupt, err)
 }
 
-// checkMeta accepts a gemvtune cache of FileVersion or a bbolt file with no
-// buckets at all (an empty cache).
-func (db *DB) checkMeta(tx *bolt.Tx) error {
+// checkMeta accepts a gemvtune cache of FileVersion or oldFileVersion
+// (returned), or a bbolt file with no buckets at all (an empty cache,
+// FileVersion).
+func (db *DB) checkMeta(tx *bolt.Tx) (int, error) {
 	m := tx.Bucket(bucketMeta)
 	if m == nil {
 		if k, _ := tx.Cursor().First(); k != nil {
-			return fmt.Errorf("cache %s: %w: a bbolt file without gemvtune's _meta bucket", db.path, ErrCorrupt)
+			return 0, fmt.Errorf("cache %s: %w: a bbolt file without gemvtune's _meta bucket", db.path, ErrCorrupt)
 		}
-		return nil
+		return FileVersion, nil
 	}
-	if v := m.Get(keyLayout); string(v) != strconv.Itoa(FileVersion) {
-		return fmt.Errorf("cache %s: %w: layout %q, this autotune reads %d", db.path, ErrVersion, v, FileVersion)
+	switch v := string(m.Get(keyLayout)); v {
+	case strconv.Itoa(FileVersion):
+		return FileVersion, nil
+	case strconv.Itoa(oldFileVersion):
+		return oldFileVersion, nil
+	default:
+		return 0, fmt.Errorf("cache %s: %w: layout %q, this autotune reads %d (and rewrites %d)", db.path, ErrVersion,
+			v, FileVersion, oldFileVersion)
 	}
-	return nil
 }
 
-// initMeta creates the top-level buckets of a new cache.
+// initMeta creates the top-level buckets of a new cache, and rewrites a
+// file of the older layout in the current one.
 func (db *DB) initMeta(tx *bolt.Tx) error {
-	if err := db.checkMeta(tx); err != nil {
+	layout, err := db.checkMeta(tx)
+	if err != nil {
 		return err
+	}
+	if layout == oldFileVersion {
+		if db.migrated, err = migrate(tx); err != nil {
+			return fmt.Errorf("cache %s: rewriting layout %d: %w", db.path, oldFileVersion, err)
+		}
+		db.migrated = fmt.Sprintf("cache %s: layout %d → %d (GPU models in the keys): %s", db.path, oldFileVersion,
+			FileVersion, db.migrated)
 	}
 	if tx.Bucket(bucketMeta) == nil {
 		m, err := tx.CreateBucket(bucketMeta)

@@ -220,17 +220,17 @@ func TestDecodeRecordGarbage(t *testing.T) {
 		t.Fatalf("good record: %v", err)
 	}
 	bad := [][]byte{nil, {}, []byte("null"), []byte("{}"), []byte(`{"schema":"1"}`), []byte(`[1,2]`),
-		data[:len(data)/2], []byte(`{"schema":1,"arch":"sm_90"}`), bytes.Replace(data, []byte(`"exact"`), []byte(`"fast"`), 1),
+		data[:len(data)/2], []byte(`{"schema":2,"arch":"sm_90"}`), bytes.Replace(data, []byte(`"exact"`), []byte(`"fast"`), 1),
 		bytes.Replace(data, []byte(`"rows":4096`), []byte(`"rows":"x"`), 1)}
 	for _, b := range bad {
 		if _, err := cache.DecodeRecord(b); !errors.Is(err, cache.ErrBadRecord) {
 			t.Errorf("DecodeRecord(%.40q) error = %v; want ErrBadRecord", b, err)
 		}
 	}
-	future := []byte(`{"schema":2,"arch":"sm_90","what":"new"}`)
+	future := []byte(`{"schema":3,"arch":"sm_90","what":"new"}`)
 	r, err := cache.DecodeRecord(future)
-	if err != nil || r.Schema != 2 {
-		t.Errorf("future schema: %+v, %v; want schema 2, no error", r, err)
+	if err != nil || r.Schema != 3 {
+		t.Errorf("future schema: %+v, %v; want schema 3, no error", r, err)
 	}
 	if stale, _ := r.Stale("", cache.ToolVersion); !stale {
 		t.Error("future schema record not stale")

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,9 +14,11 @@ import (
 // ExportKind is the "kind" field of an export file.
 const ExportKind = "gemvtune-cache-export"
 
-// ExportVersion is the version of the export form this package writes and
-// reads (docs/cache.md describes it field by field).
-const ExportVersion = 1
+// ExportVersion is the version of the export form this package writes
+// (docs/cache.md describes it field by field). ReadExport also reads
+// version 1, whose records (schema 1) have no GPU model: Import takes it
+// from each record's GPU name.
+const ExportVersion = 2
 
 // Export is the portable JSON form of a cache: for fleets, and for engines
 // not written in Go. Cubins are base64 in JSON.
@@ -29,7 +32,8 @@ type Export struct {
 }
 
 // Export returns the records of arch ("" = all) and their cubins. Records
-// that do not decode are left out and reported by the error (matching
+// that do not decode, fail their checksum, or whose cubin no longer
+// matches its sha256 are left out and reported by the error (matching
 // ErrBadRecord) beside the export.
 func (db *DB) Export(arch string) (*Export, error) {
 	recs, badErr := db.All(arch)
@@ -37,33 +41,46 @@ func (db *DB) Export(arch string) (*Export, error) {
 		return nil, badErr
 	}
 	e := &Export{Kind: ExportKind, Version: ExportVersion, ToolVersion: ToolVersion,
-		Exported: time.Now().UTC(), Records: recs, Cubins: map[string][]byte{}}
-	if e.Records == nil {
-		e.Records = []Record{}
-	}
+		Exported: time.Now().UTC(), Records: []Record{}, Cubins: map[string][]byte{}}
+	var damaged []error
 	err := db.view(func(tx *bolt.Tx) error {
 		cb := tx.Bucket(bucketCubin)
-		if cb == nil {
-			return nil
-		}
-		add := func(h string) {
-			if h == "" || e.Cubins[h] != nil {
-				return
+		// cubin returns the checked cubin of hash ("" : none, fine).
+		cubin := func(h string) ([]byte, bool) {
+			if h == "" {
+				return nil, true
 			}
-			if b := cb.Get([]byte(h)); b != nil {
-				e.Cubins[h] = append([]byte(nil), b...)
+			if b, ok := e.Cubins[h]; ok {
+				return b, true
 			}
+			var b []byte
+			if cb != nil {
+				b = cb.Get([]byte(h))
+			}
+			if b == nil || !hashIs(b, h) {
+				return nil, false
+			}
+			e.Cubins[h] = bytes.Clone(b)
+			return e.Cubins[h], true
 		}
 		for _, r := range recs {
-			add(r.CubinHash)
-			if r.Exact != nil {
-				add(r.Exact.CubinHash)
+			_, ok := cubin(r.CubinHash)
+			if ok && r.Exact != nil {
+				_, ok = cubin(r.Exact.CubinHash)
 			}
+			if !ok {
+				damaged = append(damaged, fmt.Errorf("%s: %w: its cubin is missing or no longer matches its sha256", r.Key, ErrBadRecord))
+				continue
+			}
+			e.Records = append(e.Records, r)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(damaged) > 0 {
+		badErr = errors.Join(append([]error{badErr}, damaged...)...)
 	}
 	return e, badErr
 }
@@ -75,22 +92,31 @@ func (e *Export) WriteJSON(w io.Writer) error {
 	return enc.Encode(e)
 }
 
-// ReadExport reads an export file. It checks the kind and version; records
-// are checked one by one by Import.
+// ReadExport reads one export (what Export wrote, version 1 or 2) and
+// nothing after it: trailing bytes, a second export included, are an
+// error. It checks the kind and version; records are checked one by one
+// by Import. The caller bounds what r may deliver.
 func ReadExport(r io.Reader) (*Export, error) {
 	var e Export
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&e); err != nil {
 		return nil, fmt.Errorf("reading export: %w", err)
 	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("reading export: more data after the export's closing brace (one export per file)")
+	}
 	if e.Kind != ExportKind {
 		return nil, fmt.Errorf("reading export: kind %q, want %q", e.Kind, ExportKind)
 	}
-	if e.Version != ExportVersion {
-		return nil, fmt.Errorf("reading export: version %d, this autotune reads %d", e.Version, ExportVersion)
+	if e.Version != ExportVersion && e.Version != 1 {
+		return nil, fmt.Errorf("reading export: version %d, this autotune reads 1 and %d", e.Version, ExportVersion)
 	}
 	return &e, nil
 }
+
+// maxClockSkew is how far into the future an imported record's time may
+// lie: later times would win every merge after them.
+const maxClockSkew = 24 * time.Hour
 
 // ImportSummary says what Import did with each record.
 type ImportSummary struct {
@@ -115,21 +141,34 @@ func (s ImportSummary) String() string {
 }
 
 // Import merges e into the cache in one transaction. For each record: a
-// new key is added; if the key exists and was measured on a GPU of the same
-// name, the newer measurement (by Time) stays; a different GPU name is a
-// conflict and the cache keeps its own. Records that do not validate, are
-// of another schema, or whose cubin does not match its hash are skipped.
+// new key (arch, GPU model, format, shape) is added; if the key exists and
+// was measured on a GPU of the same name, the newer measurement (by Time)
+// stays; a different GPU name is a conflict and the cache keeps its own.
+// Records that do not validate, are of another schema, lie more than a day
+// in the future, or whose cubin does not match its hash are skipped;
+// schema 1 records (export version 1) get their GPU model from their GPU
+// name.
 func (db *DB) Import(e *Export) (ImportSummary, error) {
 	var s ImportSummary
 	type prepared struct {
 		rec               Record
-		data, sum         []byte
+		value             []byte
 		cubin, exactCubin []byte
 	}
 	var todo []prepared
 	for _, r := range e.Records {
+		if r.Schema == 1 {
+			r.Schema = SchemaVersion
+			if r.Model == "" {
+				r.Model = NormalizeModel(r.GPUName)
+			}
+		}
 		if r.Schema != SchemaVersion {
 			s.Skipped = append(s.Skipped, fmt.Sprintf("%s: schema %d, this autotune reads %d", r.Key, r.Schema, SchemaVersion))
+			continue
+		}
+		if r.Time.After(time.Now().Add(maxClockSkew)) {
+			s.Skipped = append(s.Skipped, fmt.Sprintf("%s: time %s lies in the future", r.Key, r.Time.Format(time.RFC3339)))
 			continue
 		}
 		cubin, why := exportCubin(e, r.Key, "", r.CubinHash)
@@ -148,18 +187,15 @@ func (db *DB) Import(e *Export) (ImportSummary, error) {
 			s.Skipped = append(s.Skipped, fmt.Sprintf("%s: no time", r.Key))
 			continue
 		}
-		data, sum, err := prepare(&r, cubin, exactCubin)
+		value, err := prepare(&r, cubin, exactCubin)
 		if err != nil {
 			s.Skipped = append(s.Skipped, err.Error())
 			continue
 		}
-		todo = append(todo, prepared{r, data, sum, cubin, exactCubin})
+		todo = append(todo, prepared{r, value, cubin, exactCubin})
 	}
 	err := db.update(func(tx *bolt.Tx) error {
-		ix, err := loadIndex(tx)
-		if err != nil {
-			return err
-		}
+		ix := loadIndex(tx)
 		for _, p := range todo {
 			var old Record
 			var oldErr error
@@ -182,7 +218,7 @@ func (db *DB) Import(e *Export) (ImportSummary, error) {
 			default:
 				s.Replaced++
 			}
-			if err := putTx(tx, ix, p.rec, p.data, p.sum, p.cubin, p.exactCubin); err != nil {
+			if err := putTx(tx, ix, p.rec, p.value, p.cubin, p.exactCubin); err != nil {
 				return err
 			}
 		}

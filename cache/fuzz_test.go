@@ -8,9 +8,9 @@ import (
 )
 
 func FuzzDecodeRecord(f *testing.F) {
-	f.Add([]byte(`{"schema":1,"arch":"sm_90","format":"q4_0","rows":4096,"cols":4096,"winner":"v1","params":{"R":1,"F":0,"U":1,"S":0,"W":8,"L":0},"class":"exact","layout":0}`))
-	f.Add([]byte(`{"schema":2}`))
-	f.Add([]byte(`{"schema":1,"candidates":[{"id":"v1"}]}`))
+	f.Add([]byte(`{"schema":2,"arch":"sm_90","gpu_model":"h200","format":"q4_0","rows":4096,"cols":4096,"winner":"v1","params":{"R":1,"F":0,"U":1,"S":0,"W":8,"L":0},"class":"exact","layout":0}`))
+	f.Add([]byte(`{"schema":3}`))
+	f.Add([]byte(`{"schema":2,"candidates":[{"id":"v1"}]}`))
 	f.Add([]byte(`null`))
 	f.Add([]byte{0xff, 0x00})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -31,7 +31,7 @@ func randomRecord(rng *rand.Rand, arch, format string, rows, cols int) cache.Rec
 	}
 	med := 5 + 100*rng.Float64()
 	return cache.Record{
-		Key:      cache.Key{Arch: arch, Format: format, Rows: rows, Cols: cols},
+		Key:      cache.Key{Arch: arch, Model: "h200", Format: format, Rows: rows, Cols: cols},
 		WinnerID: p.ID(), Params: p, Class: class,
 		Decision: p.ID() + ": +7.5 % over v1 (p=0.001, n=20+20)",
 		MedianUS: med, LoUS: med * 0.98, HiUS: med * 1.03, GBs: 1000 + 3000*rng.Float64(),

@@ -3,9 +3,11 @@ package cache
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"sort"
 	"strconv"
 	"time"
@@ -24,9 +26,10 @@ func CubinHash(cubin []byte) string {
 // replacing the entry of the same key. When rec has an exact alternative
 // (rec.Exact), exactCubin may follow: the alternative's cubin (at most one;
 // nil or absent: none), stored once per content like the winner's. It
-// fills in Schema (must be 0 or SchemaVersion), ToolVersion (if empty),
-// Time (if zero: now), Layout (= Params.L), CubinHash and Exact.CubinHash,
-// and validates the record.
+// fills in Schema (must be 0 or SchemaVersion), Model (if empty:
+// NormalizeModel(GPUName)), ToolVersion (if empty), Time (if zero: now),
+// Layout (= Params.L), CubinHash and Exact.CubinHash, and validates the
+// record.
 func (db *DB) Put(rec Record, cubin []byte, exactCubin ...[]byte) error {
 	var xc []byte
 	switch {
@@ -38,28 +41,29 @@ func (db *DB) Put(rec Record, cubin []byte, exactCubin ...[]byte) error {
 	if len(xc) > 0 && rec.Exact == nil {
 		return fmt.Errorf("%w %s: a cubin for an exact alternative the record does not have", ErrBadRecord, rec.Key)
 	}
-	data, sum, err := prepare(&rec, cubin, xc)
+	data, err := prepare(&rec, cubin, xc)
 	if err != nil {
 		return err
 	}
 	return db.update(func(tx *bolt.Tx) error {
-		ix, err := loadIndex(tx)
-		if err != nil {
-			return err
-		}
-		if err := putTx(tx, ix, rec, data, sum, cubin, xc); err != nil {
+		ix := loadIndex(tx)
+		if err := putTx(tx, ix, rec, data, cubin, xc); err != nil {
 			return err
 		}
 		return ix.save(tx)
 	})
 }
 
-func prepare(rec *Record, cubin, exactCubin []byte) (data, sum []byte, err error) {
+// prepare completes rec as Put does and returns its stored value.
+func prepare(rec *Record, cubin, exactCubin []byte) ([]byte, error) {
 	if rec.Schema == 0 {
 		rec.Schema = SchemaVersion
 	}
 	if rec.Schema != SchemaVersion {
-		return nil, nil, fmt.Errorf("%w %s: schema %d, this autotune writes %d", ErrBadRecord, rec.Key, rec.Schema, SchemaVersion)
+		return nil, fmt.Errorf("%w %s: schema %d, this autotune writes %d", ErrBadRecord, rec.Key, rec.Schema, SchemaVersion)
+	}
+	if rec.Model == "" {
+		rec.Model = NormalizeModel(rec.GPUName)
 	}
 	if rec.ToolVersion == "" {
 		rec.ToolVersion = ToolVersion
@@ -82,29 +86,41 @@ func prepare(rec *Record, cubin, exactCubin []byte) (data, sum []byte, err error
 	}
 	rec.sanitize()
 	if err := rec.Validate(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	if data, err = json.Marshal(rec); err != nil {
-		return nil, nil, fmt.Errorf("encoding record %s: %w", rec.Key, err)
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encoding record %s: %w", rec.Key, err)
 	}
-	return data, encodeSummary(rec.Summary()), nil
+	return sealValue(data), nil
 }
 
-func putTx(tx *bolt.Tx, ix *index, rec Record, data, sum, cubin, exactCubin []byte) error {
-	ab, err := tx.CreateBucketIfNotExists([]byte(rec.Arch))
-	if err != nil {
-		return fmt.Errorf("storing %s: %w", rec.Key, err)
+// A stored record is its JSON after a CRC-32C of that JSON (u32,
+// little-endian), so that a damaged byte is found when the record is read.
+func sealValue(data []byte) []byte {
+	v := binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(data)), crc32.Checksum(data, castagnoli))
+	return append(v, data...)
+}
+
+// openValue checks a stored record's checksum and returns its JSON.
+func openValue(k Key, v []byte) ([]byte, error) {
+	if len(v) < 4 || crc32.Checksum(v[4:], castagnoli) != binary.LittleEndian.Uint32(v) {
+		return nil, fmt.Errorf("%s: %w: checksum mismatch (the entry is damaged)", k, ErrBadRecord)
 	}
-	fb, err := ab.CreateBucketIfNotExists([]byte(rec.Format))
+	return v[4:], nil
+}
+
+func putTx(tx *bolt.Tx, ix *index, rec Record, value, cubin, exactCubin []byte) error {
+	fb, err := createRecordBucket(tx, rec.Key)
 	if err != nil {
 		return fmt.Errorf("storing %s: %w", rec.Key, err)
 	}
 	sk := []byte(rec.Shape().String())
-	oldHashes := storedCubinHashes(fb.Get(sk))
-	if err := fb.Put(sk, data); err != nil {
+	oldHashes := storedCubinHashes(rec.Key, fb.Get(sk))
+	if err := fb.Put(sk, value); err != nil {
 		return fmt.Errorf("storing %s: %w", rec.Key, err)
 	}
-	ix.set(rec.Key.String(), sum)
+	ix.set(rec.Summary())
 	if rec.CubinHash != "" {
 		if err := addCubin(tx, rec.CubinHash, cubin); err != nil {
 			return err
@@ -118,10 +134,24 @@ func putTx(tx *bolt.Tx, ix *index, rec Record, data, sum, cubin, exactCubin []by
 	return dropCubins(tx, oldHashes)
 }
 
+// createRecordBucket returns k's format bucket (arch, model, format),
+// creating what is missing.
+func createRecordBucket(tx *bolt.Tx, k Key) (*bolt.Bucket, error) {
+	b, err := tx.CreateBucketIfNotExists([]byte(k.Arch))
+	for _, name := range []string{k.Model, k.Format} {
+		if err != nil {
+			return nil, err
+		}
+		b, err = b.CreateBucketIfNotExists([]byte(name))
+	}
+	return b, err
+}
+
 // storedCubinHashes reads the cubin hashes of a stored record (the
 // winner's, the exact alternative's), "" where none.
-func storedCubinHashes(v []byte) [2]string {
-	if v == nil {
+func storedCubinHashes(k Key, v []byte) [2]string {
+	data, err := openValue(k, v)
+	if v == nil || err != nil {
 		return [2]string{}
 	}
 	var r struct {
@@ -130,7 +160,7 @@ func storedCubinHashes(v []byte) [2]string {
 			H string `json:"cubin_sha256"`
 		} `json:"exact"`
 	}
-	if json.Unmarshal(v, &r) != nil {
+	if json.Unmarshal(data, &r) != nil {
 		return [2]string{}
 	}
 	out := [2]string{r.H}
@@ -187,47 +217,105 @@ func dropCubin(tx *bolt.Tx, hash string) error {
 	return cb.Delete([]byte(hash))
 }
 
-// recordBucket returns the format bucket of k, or nil.
-func recordBucket(tx *bolt.Tx, k Key) *bolt.Bucket {
+// resolveModel fills in k.Model when it is "": the one model of k's arch
+// that holds k's format and shape. ErrNotFound when none does, ErrBadKey
+// when several do.
+func resolveModel(tx *bolt.Tx, k Key) (Key, error) {
+	if k.Model != "" {
+		return k, nil
+	}
 	ab := tx.Bucket([]byte(k.Arch))
 	if ab == nil {
-		return nil
+		return k, fmt.Errorf("%s: %w", k, ErrNotFound)
 	}
-	return ab.Bucket([]byte(k.Format))
+	var models []string
+	_ = ab.ForEach(func(m, v []byte) error {
+		if mb := ab.Bucket(m); v == nil && mb != nil {
+			if fb := mb.Bucket([]byte(k.Format)); fb != nil && fb.Get([]byte(k.Shape().String())) != nil {
+				models = append(models, string(m))
+			}
+		}
+		return nil
+	})
+	switch len(models) {
+	case 0:
+		return k, fmt.Errorf("%s: %w", k, ErrNotFound)
+	case 1:
+		k.Model = models[0]
+		return k, nil
+	}
+	return k, fmt.Errorf("%w %s: records of %d GPU models (%v): name one", ErrBadKey, k, len(models), models)
 }
 
-// Get returns the record stored under k: ErrNotFound if there is none,
-// ErrBadRecord if it does not decode.
+// recordBucket returns the format bucket of k (k.Model set), or nil.
+func recordBucket(tx *bolt.Tx, k Key) *bolt.Bucket {
+	b := tx.Bucket([]byte(k.Arch))
+	for _, name := range []string{k.Model, k.Format} {
+		if b == nil {
+			return nil
+		}
+		b = b.Bucket([]byte(name))
+	}
+	return b
+}
+
+// Get returns the record stored under k (k.Model "" : the only model that
+// has the rest of k): ErrNotFound if there is none, ErrBadRecord if it does
+// not decode or fails its checksum.
 func (db *DB) Get(k Key) (Record, error) {
 	if err := k.Validate(); err != nil {
 		return Record{}, err
 	}
 	var rec Record
-	found := false
 	err := db.view(func(tx *bolt.Tx) error {
+		if isOldLayout(tx) {
+			return getOld(tx, k, &rec)
+		}
+		k, err := resolveModel(tx, k)
+		if err != nil {
+			return err
+		}
 		fb := recordBucket(tx, k)
-		if fb == nil {
-			return nil
+		var v []byte
+		if fb != nil {
+			v = fb.Get([]byte(k.Shape().String()))
 		}
-		v := fb.Get([]byte(k.Shape().String()))
 		if v == nil {
-			return nil
+			return fmt.Errorf("%s: %w", k, ErrNotFound)
 		}
-		found = true
-		var err error
 		rec, err = decodeAt(k, v)
 		return err
 	})
-	if err == nil && !found {
-		err = fmt.Errorf("%s: %w", k, ErrNotFound)
-	}
 	return rec, err
 }
 
-// decodeAt decodes the record stored under k and checks that it names k.
-// A record of another schema takes its key from k.
+// getOld is Get on a file of the older layout.
+func getOld(tx *bolt.Tx, k Key, rec *Record) error {
+	recs, _ := readOldLayout(tx)
+	var found []Record
+	for _, r := range recs {
+		if r.Arch == k.Arch && r.Format == k.Format && r.Rows == k.Rows && r.Cols == k.Cols && (k.Model == "" || r.Model == k.Model) {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return fmt.Errorf("%s: %w", k, ErrNotFound)
+	case 1:
+		*rec = found[0]
+		return nil
+	}
+	return fmt.Errorf("%w %s: records of %d GPU models: name one", ErrBadKey, k, len(found))
+}
+
+// decodeAt checks and decodes the record stored under k and checks that it
+// names k. A record of another schema takes its key from k.
 func decodeAt(k Key, v []byte) (Record, error) {
-	rec, err := DecodeRecord(v)
+	data, err := openValue(k, v)
+	if err != nil {
+		return Record{Key: k}, err
+	}
+	rec, err := DecodeRecord(data)
 	if err != nil {
 		return Record{Key: k}, fmt.Errorf("%s: %w", k, err)
 	}
@@ -239,11 +327,89 @@ func decodeAt(k Key, v []byte) (Record, error) {
 	return rec, nil
 }
 
+// walkRecords calls fn for every stored value under arch ("" = every
+// arch) with the key its place gives, in storage order (arch, model,
+// format, then shape as bytes); values are valid only during the call. A
+// place that holds something other than what belongs there is passed as
+// its key and an error matching ErrBadRecord.
+func walkRecords(tx *bolt.Tx, arch string, fn func(k Key, v []byte, err error)) error {
+	if isOldLayout(tx) { // a reader of a file no writer has rewritten yet
+		recs, bad := readOldLayout(tx)
+		for _, b := range bad {
+			if arch == "" || b.Key.Arch == arch {
+				fn(b.Key, nil, b.Err)
+			}
+		}
+		for _, r := range recs {
+			if data, err := r.Encode(); err == nil && (arch == "" || r.Arch == arch) {
+				fn(r.Key, sealValue(data), nil)
+			}
+		}
+		return nil
+	}
+	return tx.ForEach(func(name []byte, ab *bolt.Bucket) error {
+		if len(name) > 0 && name[0] == '_' || arch != "" && string(name) != arch {
+			return nil
+		}
+		return ab.ForEach(func(model, v []byte) error {
+			mb := ab.Bucket(model)
+			k := Key{Arch: string(name), Model: string(model)}
+			if mb == nil {
+				fn(k, nil, fmt.Errorf("%s/%s: %w: a value where a GPU model bucket belongs", name, model, ErrBadRecord))
+				return nil
+			}
+			return mb.ForEach(func(format, v []byte) error {
+				fb := mb.Bucket(format)
+				k.Format = string(format)
+				if fb == nil {
+					fn(k, nil, fmt.Errorf("%s: %w: a value where a format bucket belongs", k.Arch+"/"+k.Model+"/"+k.Format, ErrBadRecord))
+					return nil
+				}
+				return fb.ForEach(func(sk, v []byte) error {
+					k := k
+					sh, err := space.ParseShape(string(sk))
+					if err != nil {
+						fn(k, nil, fmt.Errorf("%s/%s/%s: %w: %w", name, model, format, ErrBadRecord, err))
+						return nil
+					}
+					k.Rows, k.Cols = sh.Rows, sh.Cols
+					if v == nil {
+						fn(k, nil, fmt.Errorf("%s: %w: a bucket where a record belongs", k, ErrBadRecord))
+						return nil
+					}
+					fn(k, v, nil)
+					return nil
+				})
+			})
+		})
+	})
+}
+
+// readRecords decodes every record of tx; those that cannot be read are
+// listed as bad.
+func readRecords(tx *bolt.Tx) ([]Record, []BadEntry) {
+	var recs []Record
+	var bad []BadEntry
+	_ = walkRecords(tx, "", func(k Key, v []byte, err error) {
+		var rec Record
+		if err == nil {
+			rec, err = decodeAt(k, v)
+		}
+		if err != nil {
+			bad = append(bad, BadEntry{Key: k, Err: err})
+			return
+		}
+		recs = append(recs, rec)
+	})
+	return recs, bad
+}
+
 // Walk calls fn for every record of arch ("" = every arch), in storage
-// order (arch, format, then shape key as bytes), after the read transaction
-// has ended. A stored value that does not decode is passed as a Record
-// holding only its key and an error matching ErrBadRecord, so callers can
-// skip or report it. An error from fn stops the walk and is returned.
+// order (arch, model, format, then shape key as bytes), after the read
+// transaction has ended. A stored value that does not decode (or fails its
+// checksum) is passed as a Record holding only its key and an error
+// matching ErrBadRecord, so callers can skip or report it. An error from
+// fn stops the walk and is returned.
 func (db *DB) Walk(arch string, fn func(rec Record, err error) error) error {
 	type item struct {
 		rec Record
@@ -251,34 +417,12 @@ func (db *DB) Walk(arch string, fn func(rec Record, err error) error) error {
 	}
 	var items []item
 	err := db.view(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, ab *bolt.Bucket) error {
-			if len(name) > 0 && name[0] == '_' || arch != "" && string(name) != arch {
-				return nil
+		return walkRecords(tx, arch, func(k Key, v []byte, err error) {
+			rec := Record{Key: k}
+			if err == nil {
+				rec, err = decodeAt(k, v)
 			}
-			return ab.ForEach(func(format, v []byte) error {
-				fb := ab.Bucket(format)
-				if fb == nil {
-					items = append(items, item{Record{Key: Key{Arch: string(name), Format: string(format)}},
-						fmt.Errorf("%s/%s: %w: a value where a format bucket belongs", name, format, ErrBadRecord)})
-					return nil
-				}
-				return fb.ForEach(func(sk, v []byte) error {
-					k := Key{Arch: string(name), Format: string(format)}
-					sh, err := space.ParseShape(string(sk))
-					if err != nil {
-						items = append(items, item{Record{Key: k}, fmt.Errorf("%s/%s: %w: %w", name, format, ErrBadRecord, err)})
-						return nil
-					}
-					k.Rows, k.Cols = sh.Rows, sh.Cols
-					if v == nil {
-						items = append(items, item{Record{Key: k}, fmt.Errorf("%s: %w: a bucket where a record belongs", k, ErrBadRecord)})
-						return nil
-					}
-					rec, err := decodeAt(k, v)
-					items = append(items, item{rec, err})
-					return nil
-				})
-			})
+			items = append(items, item{rec, err})
 		})
 	})
 	if err != nil {
@@ -292,10 +436,10 @@ func (db *DB) Walk(arch string, fn func(rec Record, err error) error) error {
 	return nil
 }
 
-// All returns the records of arch ("" = every arch) sorted by arch, format,
-// rows and cols. Records that do not decode are left out; the returned
-// error then matches ErrBadRecord and names the first of them, and the
-// good records are still returned.
+// All returns the records of arch ("" = every arch) sorted by arch, model,
+// format, rows and cols. Records that do not decode are left out; the
+// returned error then matches ErrBadRecord and names the first of them,
+// and the good records are still returned.
 func (db *DB) All(arch string) ([]Record, error) {
 	var recs []Record
 	var bad []error
@@ -317,7 +461,7 @@ func (db *DB) All(arch string) ([]Record, error) {
 	return recs, nil
 }
 
-// SortRecords sorts by arch, format, rows, then cols.
+// SortRecords sorts by arch, model, format, rows, then cols.
 func SortRecords(recs []Record) {
 	sort.Slice(recs, func(i, j int) bool { return keyLess(recs[i].Key, recs[j].Key) })
 }
@@ -326,6 +470,8 @@ func keyLess(a, b Key) bool {
 	switch {
 	case a.Arch != b.Arch:
 		return a.Arch < b.Arch
+	case a.Model != b.Model:
+		return a.Model < b.Model
 	case a.Format != b.Format:
 		return a.Format < b.Format
 	case a.Rows != b.Rows:
@@ -334,7 +480,9 @@ func keyLess(a, b Key) bool {
 	return a.Cols < b.Cols
 }
 
-// Cubin returns the cubin stored under its sha256 hex hash (Record.CubinHash).
+// Cubin returns the cubin stored under its sha256 hex hash
+// (Record.CubinHash), checked against it: ErrBadRecord if the stored bytes
+// no longer match.
 func (db *DB) Cubin(hash string) ([]byte, error) {
 	var out []byte
 	err := db.view(func(tx *bolt.Tx) error {
@@ -343,33 +491,40 @@ func (db *DB) Cubin(hash string) ([]byte, error) {
 		}
 		return nil
 	})
-	if err == nil && out == nil {
-		err = fmt.Errorf("cubin %s: %w", short(hash), ErrNotFound)
+	switch {
+	case err != nil:
+		return nil, err
+	case out == nil:
+		return nil, fmt.Errorf("cubin %s: %w", short(hash), ErrNotFound)
+	case !hashIs(out, hash):
+		return nil, fmt.Errorf("cubin %s: %w: its bytes no longer match their sha256 (the cache is damaged)", short(hash), ErrBadRecord)
 	}
-	return out, err
+	return out, nil
 }
 
-// Delete removes the record under k (and its cubin when no other record
-// uses it) in one transaction. ErrNotFound if there is none.
+// Delete removes the record under k (k.Model "" : the only model that has
+// the rest of k), and its cubin when no other record uses it, in one
+// transaction. ErrNotFound if there is none.
 func (db *DB) Delete(k Key) error {
 	if err := k.Validate(); err != nil {
 		return err
 	}
 	return db.update(func(tx *bolt.Tx) error {
+		k, err := resolveModel(tx, k)
+		if err != nil {
+			return err
+		}
 		fb := recordBucket(tx, k)
 		sk := []byte(k.Shape().String())
 		if fb == nil || fb.Get(sk) == nil {
 			return fmt.Errorf("%s: %w", k, ErrNotFound)
 		}
-		hashes := storedCubinHashes(fb.Get(sk))
+		hashes := storedCubinHashes(k, fb.Get(sk))
 		if err := fb.Delete(sk); err != nil {
 			return err
 		}
-		ix, err := loadIndex(tx)
-		if err != nil {
-			return err
-		}
-		ix.del(k.String())
+		ix := loadIndex(tx)
+		ix.del(k)
 		if err := ix.save(tx); err != nil {
 			return err
 		}
@@ -380,16 +535,73 @@ func (db *DB) Delete(k Key) error {
 	})
 }
 
-// pruneEmpty deletes k's format bucket and arch bucket once they are empty.
+// pruneEmpty deletes k's format, model and arch buckets once they are empty.
 func pruneEmpty(tx *bolt.Tx, k Key) error {
 	ab := tx.Bucket([]byte(k.Arch))
-	if f, _ := ab.Bucket([]byte(k.Format)).Cursor().First(); f == nil {
-		if err := ab.DeleteBucket([]byte(k.Format)); err != nil {
+	mb := ab.Bucket([]byte(k.Model))
+	if f, _ := mb.Bucket([]byte(k.Format)).Cursor().First(); f == nil {
+		if err := mb.DeleteBucket([]byte(k.Format)); err != nil {
+			return err
+		}
+	}
+	if f, _ := mb.Cursor().First(); f == nil {
+		if err := ab.DeleteBucket([]byte(k.Model)); err != nil {
 			return err
 		}
 	}
 	if f, _ := ab.Cursor().First(); f == nil {
 		return tx.DeleteBucket([]byte(k.Arch))
+	}
+	return nil
+}
+
+// index is the summaries of every record while a write transaction
+// changes them; save stores them as the index value.
+type index struct {
+	sums []Summary
+	pos  map[Key]int
+}
+
+// loadIndex reads tx's summaries for writing: from the index value, or
+// from the records when it is missing or damaged.
+func loadIndex(tx *bolt.Tx) *index {
+	t := loadTable(tx)
+	ix := &index{sums: make([]Summary, t.Len()), pos: make(map[Key]int, t.Len())}
+	for i := range ix.sums {
+		ix.sums[i] = t.Summary(i)
+		ix.pos[ix.sums[i].Key] = i
+	}
+	return ix
+}
+
+func (ix *index) set(s Summary) {
+	if i, ok := ix.pos[s.Key]; ok {
+		ix.sums[i] = s
+		return
+	}
+	ix.pos[s.Key] = len(ix.sums)
+	ix.sums = append(ix.sums, s)
+}
+
+func (ix *index) del(k Key) {
+	i, ok := ix.pos[k]
+	if !ok {
+		return
+	}
+	last := len(ix.sums) - 1
+	ix.sums[i] = ix.sums[last]
+	ix.pos[ix.sums[i].Key] = i
+	ix.sums = ix.sums[:last]
+	delete(ix.pos, k)
+}
+
+func (ix *index) save(tx *bolt.Tx) error {
+	m, err := tx.CreateBucketIfNotExists(bucketMeta)
+	if err != nil {
+		return err
+	}
+	if err := m.Put(keyIndex, encodeTable(ix.sums)); err != nil {
+		return fmt.Errorf("writing index: %w", err)
 	}
 	return nil
 }

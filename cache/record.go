@@ -12,7 +12,7 @@ import (
 
 // SchemaVersion is the version of the Record encoding this package writes.
 // A stored record with another schema is stale.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // ToolVersion is the version of gemvtune that writes records. A record
 // written by another version is stale (re-tuned by autotune, skipped by

@@ -2,7 +2,6 @@ package cache
 
 import (
 	"bytes"
-	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -29,9 +28,9 @@ type BadEntry struct {
 func (db *DB) Snapshot(cubins bool) (*Snapshot, error) {
 	s := &Snapshot{Cubins: map[string][]byte{}}
 	err := db.view(func(tx *bolt.Tx) error {
-		t, err := loadTable(tx, false)
-		if err != nil {
-			return err
+		t := loadTable(tx)
+		if isOldLayout(tx) {
+			t = tableOf(readOldLayout(tx))
 		}
 		s.Summaries = make([]Summary, t.Len())
 		for i := range s.Summaries {
@@ -61,20 +60,4 @@ func (db *DB) Snapshot(cubins bool) (*Snapshot, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-func summaryFromRecord(tx *bolt.Tx, k Key) (Summary, error) {
-	fb := recordBucket(tx, k)
-	if fb == nil {
-		return Summary{}, fmt.Errorf("%s: %w: indexed but not stored", k, ErrBadRecord)
-	}
-	v := fb.Get([]byte(k.Shape().String()))
-	if v == nil {
-		return Summary{}, fmt.Errorf("%s: %w: indexed but not stored", k, ErrBadRecord)
-	}
-	rec, err := decodeAt(k, v)
-	if err != nil {
-		return Summary{}, err
-	}
-	return rec.Summary(), nil
 }

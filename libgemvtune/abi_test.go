@@ -153,6 +153,8 @@ func fixture(t *testing.T) (good, corrupt string) {
 	slow := rec("sm_90", "q8_0", 1024, 4096, "r1f0u2s1w16g7l1", cache.ClassExact)
 	slow.PDLUS = 40 // PDL did not pay here
 	stale := rec("sm_90", "q8_0", 14336, 4096, "r2f0u1s0w8", cache.ClassExact)
+	h100 := rec("sm_90", "q4_0", 4096, 4096, "r4f0u1s0w8", cache.ClassExact)
+	h100.GPUName = "NVIDIA H100 80GB HBM3"
 	stale.SourceHash = "0123456789abcdef"
 	recs := []cache.Record{
 		rec("sm_90", "q4_0", 4096, 4096, "r2f0u2s1w8", cache.ClassExact),
@@ -160,7 +162,7 @@ func fixture(t *testing.T) (good, corrupt string) {
 		rec("sm_90", "q4_0", 4096, 14336, "r2f0u2s3w16l2a1", cache.ClassTolerance),
 		rec("sm_90", "bf16", 4096, 4096, "r4f0u4s0w4", cache.ClassExact),
 		rec("sm_80", "q4_0", 4096, 4096, "r2f2u2s0w8", cache.ClassExact),
-		tol, slow, stale,
+		tol, slow, stale, h100,
 	}
 	good = filepath.Join(t.TempDir(), "tune.db")
 	db, err := cache.Open(good, nil)
@@ -195,32 +197,36 @@ func fixture(t *testing.T) (good, corrupt string) {
 // queries walk every source with the fixture: tuned, nearest (other rows,
 // g adapted), default, stale, untuned-arch, and invalid lookups.
 var queries = []struct {
-	arch, format string
-	rows, cols   int
+	arch, gpu, format string
+	rows, cols        int
 }{
-	{"sm_90", "q4_0", 4096, 4096},
-	{"sm_90", "q4_0", 6144, 4096},
-	{"sm_90", "q4_0", 28672, 4096},
-	{"sm_90", "q4_0", 14336, 4096},
-	{"sm_90", "q4_0", 4096, 14336},
-	{"sm_90", "q4_0", 1024, 4096},
-	{"sm_90", "q4_K", 4096, 4096},
-	{"sm_90", "q4_K", 6144, 4096},
-	{"sm_90", "q8_0", 1024, 4096},
-	{"sm_90", "q8_0", 14336, 4096},
-	{"sm_90", "q8_0", 4096, 4096},
-	{"sm_90", "bf16", 4096, 4096},
-	{"sm_90", "affine4", 4096, 4096},
-	{"sm_80", "q4_0", 4096, 4096},
-	{"sm_80", "q4_0", 4096, 14336},
-	{"sm_86", "q4_0", 4096, 4096},
-	{"sm_90", "q4_0", 64, 32},
-	{"sm_90", "q4_0", 0, 4096},
-	{"sm_90", "q4_0", 4096, -4096},
-	{"sm_90", "q4_0", 4096, 4100},
-	{"sm_90", "q3_K", 4096, 4096},
-	{"sm90", "q4_0", 4096, 4096},
-	{"sm_90", "bf16", 3, 1},
+	{"sm_90", "NVIDIA H200", "q4_0", 4096, 4096},
+	{"sm_90", "NVIDIA H100 80GB HBM3", "q4_0", 4096, 4096},
+	{"sm_90", "NVIDIA H20", "q4_0", 4096, 4096},
+	{"sm_90", "-", "q4_0", 4096, 4096},
+	{"sm_90", "NVIDIA H20", "q4_0", 1024, 4096},
+	{"sm_90", "NVIDIA H200", "q4_0", 6144, 4096},
+	{"sm_90", "NVIDIA H200", "q4_0", 28672, 4096},
+	{"sm_90", "NVIDIA H200", "q4_0", 14336, 4096},
+	{"sm_90", "NVIDIA H200", "q4_0", 4096, 14336},
+	{"sm_90", "NVIDIA H200", "q4_0", 1024, 4096},
+	{"sm_90", "NVIDIA H200", "q4_K", 4096, 4096},
+	{"sm_90", "NVIDIA H200", "q4_K", 6144, 4096},
+	{"sm_90", "NVIDIA H200", "q8_0", 1024, 4096},
+	{"sm_90", "NVIDIA H200", "q8_0", 14336, 4096},
+	{"sm_90", "NVIDIA H200", "q8_0", 4096, 4096},
+	{"sm_90", "NVIDIA H200", "bf16", 4096, 4096},
+	{"sm_90", "NVIDIA H200", "affine4", 4096, 4096},
+	{"sm_80", "NVIDIA H200", "q4_0", 4096, 4096},
+	{"sm_80", "NVIDIA H200", "q4_0", 4096, 14336},
+	{"sm_86", "NVIDIA H200", "q4_0", 4096, 4096},
+	{"sm_90", "NVIDIA H200", "q4_0", 64, 32},
+	{"sm_90", "NVIDIA H200", "q4_0", 0, 4096},
+	{"sm_90", "NVIDIA H200", "q4_0", 4096, -4096},
+	{"sm_90", "NVIDIA H200", "q4_0", 4096, 4100},
+	{"sm_90", "NVIDIA H200", "q3_K", 4096, 4096},
+	{"sm90", "NVIDIA H200", "q4_0", 4096, 4096},
+	{"sm_90", "NVIDIA H200", "bf16", 3, 1},
 }
 
 // envCase is one environment an engine starts in.
@@ -252,6 +258,7 @@ func envCases() []envCase {
 			"GEMV_SMEM_STAGING": "1", "GEMV_WARPS": "4"}},
 		{"knob on forced", "good", cont, map[string]string{"GEMV_FORCE_VARIANT": "r1f0u1s0w8", "GEMV_WARPS": "16"}},
 		{"require exact", "good", cont, map[string]string{"GEMV_REQUIRE_EXACT": "1"}},
+		{"require same model", "good", cont, map[string]string{"GEMV_REQUIRE_SAME_MODEL": "1"}},
 		{"require exact forced", "good", cont, map[string]string{"GEMV_REQUIRE_EXACT": "1", "GEMV_FORCE_VARIANT": "r1f0u1s1w8a1"}},
 		{"invalid unroll", "good", cont, map[string]string{"GEMV_UNROLL": "3"}},
 		{"invalid force", "good", cont, map[string]string{"GEMV_FORCE_VARIANT_Q4_K": "fast"}},
@@ -288,7 +295,11 @@ func expected(path string, flags uint32, env map[string]string) string {
 	}
 	fmt.Fprintf(&b, "open|0|%s|%s\n", pol.CachePath, ce)
 	for _, q := range queries {
-		c, err := pol.Lookup(q.arch, q.format, q.rows, q.cols)
+		gpu := strings.ReplaceAll(q.gpu, "_", " ")
+		if gpu == "-" {
+			gpu = ""
+		}
+		c, err := pol.LookupGPU(q.arch, gpu, q.format, q.rows, q.cols)
 		msg := ""
 		if err != nil {
 			msg = err.Error()
@@ -302,7 +313,7 @@ func writeQueries(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
 	for _, q := range queries {
-		fmt.Fprintf(&b, "%s %s %d %d\n", q.arch, q.format, q.rows, q.cols)
+		fmt.Fprintf(&b, "%s %s %s %d %d\n", q.arch, strings.ReplaceAll(q.gpu, " ", "_"), q.format, q.rows, q.cols)
 	}
 	p := filepath.Join(t.TempDir(), "queries.txt")
 	if err := os.WriteFile(p, []byte(b.String()), 0o644); err != nil {
@@ -406,7 +417,7 @@ func TestCoversEverySource(t *testing.T) {
 			seen[f[3]] = true
 		}
 	}
-	for _, s := range []string{gemvtune.SourceTuned, gemvtune.SourceNearest, gemvtune.SourceForced,
+	for _, s := range []string{gemvtune.SourceTuned, gemvtune.SourceNearest, gemvtune.SourceOtherModel, gemvtune.SourceForced,
 		gemvtune.SourceForcedGateFailed, gemvtune.SourceDefault, gemvtune.SourceStale, gemvtune.SourceUntunedArch,
 		gemvtune.SourceNoCache, gemvtune.SourceCorruptCache, gemvtune.SourceDisabled} {
 		if !seen[s] {

@@ -72,7 +72,7 @@ typedef struct gemvtune_params {
 typedef struct gemvtune_choice {
     uint32_t size;
     const char* id;          /* canonical variant ID, or "v1" for stock */
-    const char* source;      /* tuned, nearest, forced, forced-gate-failed, default, stale, untuned-arch, no-cache, corrupt-cache, disabled */
+    const char* source;      /* tuned, nearest, other-model, forced, forced-gate-failed, default, stale, untuned-arch, no-cache, corrupt-cache, disabled */
     const char* reason;      /* one sentence: why this choice */
     const char* class_name;  /* "exact" (bit-identical to stock) or "tolerance" */
     gemvtune_params params;
@@ -133,9 +133,12 @@ const char* gemvtune_cache_path(gemvtune_policy* h);
 /* Why the cache was unusable or which entries were skipped, or NULL. */
 const char* gemvtune_cache_error(gemvtune_policy* h);
 
-/* The choice for format on arch ("sm_90") at rows x cols, environment
- * applied. On an error *out still holds the stock choice saying why. */
-gemvtune_status gemvtune_lookup(gemvtune_policy* h, const char* arch, const char* format,
+/* The choice for format on arch ("sm_90") at rows x cols for the GPU
+ * named gpu_name (as cuDeviceGetName or NVML names it, "NVIDIA H200"; NULL
+ * or "" if unknown), environment applied: records of that GPU model first,
+ * then another model's of the same arch (source "other-model"). On an
+ * error *out still holds the stock choice saying why. */
+gemvtune_status gemvtune_lookup(gemvtune_policy* h, const char* arch, const char* gpu_name, const char* format,
                                 int64_t rows, int64_t cols, gemvtune_choice* out,
                                 char* errbuf, size_t errlen);
 

@@ -295,7 +295,7 @@ func dim(v C.int64_t, what string) (int, error) {
 }
 
 //export gemvtune_lookup
-func gemvtune_lookup(h *C.gemvtune_policy, arch, format C.gt_cstr, rows, cols C.int64_t, out *C.gemvtune_choice,
+func gemvtune_lookup(h *C.gemvtune_policy, arch, gpu, format C.gt_cstr, rows, cols C.int64_t, out *C.gemvtune_choice,
 	errbuf *C.char, errlen C.size_t) (st C.gemvtune_status) {
 	var err error
 	defer func() { st = finish(recover(), err, errbuf, errlen) }()
@@ -318,7 +318,11 @@ func gemvtune_lookup(h *C.gemvtune_policy, arch, format C.gt_cstr, rows, cols C.
 	if f, err = goString(format, "format"); err != nil {
 		return
 	}
-	ch, lerr := p.pol.Lookup(a, f, int(rows), int(cols)) // int is 64 bits wherever cgo builds this
+	var g string
+	if gpu != nil {
+		g = C.GoString((*C.char)(gpu))
+	}
+	ch, lerr := p.pol.LookupGPU(a, g, f, int(rows), int(cols)) // int is 64 bits wherever cgo builds this
 	p.fill(out, f, ch)
 	err = lerr
 	return

@@ -35,6 +35,27 @@ func Check(p Params, lim Limits, smemBytes int) error {
 	return nil
 }
 
+// ArchAllows reports whether the instructions variant p is built from
+// exist on arch a (s=2 needs cp.async, sm_80+; s=3 bulk copies, sm_90+);
+// the error says why not. It is the arch part of Check, for variants that
+// are forced rather than searched.
+func ArchAllows(a Arch, p Params) error {
+	if why := archReason(a, p); why != "" {
+		return fmt.Errorf("%w: %s: %s", ErrExcluded, p.ID(), why)
+	}
+	return nil
+}
+
+func archReason(a Arch, p Params) string {
+	switch {
+	case p.S == 2 && a.Major < 8:
+		return fmt.Sprintf("s=2 copies weights with cp.async, which %s lacks (sm_80 and newer)", a)
+	case p.S == 3 && a.Major < 9:
+		return fmt.Sprintf("s=3 copies weights with bulk copies (cp.async.bulk, TMA), which %s lacks (sm_90 and newer)", a)
+	}
+	return ""
+}
+
 // MinRingWarps is the fewest warps per block the weight ring (s=2) is
 // tried with: in the fourth session's tunes (run9, run10) the best s=2
 // variant with 2 or 4 warps was 10-51 % slower than the job's best, and
@@ -49,11 +70,10 @@ func exclusionReason(p Params, lim Limits, smem int) string {
 	if threads > lim.MaxThreadsPerBlock {
 		return fmt.Sprintf("w=%d gives %d threads/block > %d max on %s", p.W, threads, lim.MaxThreadsPerBlock, lim.Arch)
 	}
-	if a, err := ParseArch(lim.Arch); p.S == 2 && err == nil && a.Major < 8 {
-		return fmt.Sprintf("s=2 copies weights with cp.async, which %s lacks (sm_80 and newer)", lim.Arch)
-	}
-	if a, err := ParseArch(lim.Arch); p.S == 3 && err == nil && a.Major < 9 {
-		return fmt.Sprintf("s=3 copies weights with bulk copies (cp.async.bulk, TMA), which %s lacks (sm_90 and newer)", lim.Arch)
+	if a, err := ParseArch(lim.Arch); err == nil {
+		if why := archReason(a, p); why != "" {
+			return why
+		}
 	}
 	if p.S >= 2 && p.W < MinRingWarps {
 		return fmt.Sprintf("s=%d with w=%d < %d: few warps per block to share the staged x, and on the H200 never within 10 %% of the best (docs/results.md)", p.S, p.W, MinRingWarps)

@@ -42,9 +42,10 @@ def main(argv):
     print("open|0|%s|%s" % (pol.cache_path, pol.cache_error if pol.cache_error is not None else "-"))
     with pol, open(queries) as f:
         for line in f:
-            arch, fmt, rows, cols = line.split()
+            arch, gpu, fmt, rows, cols = line.split()
+            gpu = None if gpu == "-" else gpu.replace("_", " ")
             try:
-                c, st, err = pol.lookup(arch, fmt, int(rows), int(cols)), 0, ""
+                c, st, err = pol.lookup(arch, fmt, int(rows), int(cols), gpu), 0, ""
             except gemvtune.Error as e:
                 c, st, err = e.choice, e.status, str(e)
             print(canonical(st, err, c))

@@ -2,7 +2,7 @@
 
     import gemvtune
     with gemvtune.Policy() as pol:                 # reads GEMV_* and the cache once
-        c = pol.lookup("sm_90", "q4_0", 4096, 14336)
+        c = pol.lookup("sm_90", "q4_0", 4096, 14336, gpu="NVIDIA H200")
         c.id, c.source, c.reason, c.cubin, c.grid, c.block, c.shared_bytes
         packed = gemvtune.repack("q4_0", c.layout, raw_bytes, 4096, 14336)
 
@@ -119,7 +119,7 @@ def load(path=None):
         "gemvtune_close": ([ctypes.c_void_p], None),
         "gemvtune_cache_path": ([ctypes.c_void_p], c_char_p),
         "gemvtune_cache_error": ([ctypes.c_void_p], c_char_p),
-        "gemvtune_lookup": ([ctypes.c_void_p, c_char_p, c_char_p, c_int64, c_int64, ctypes.POINTER(_Choice),
+        "gemvtune_lookup": ([ctypes.c_void_p, c_char_p, c_char_p, c_char_p, c_int64, c_int64, ctypes.POINTER(_Choice),
                              c_char_p, c_size_t], ctypes.c_int),
         "gemvtune_source": ([ctypes.c_void_p, c_char_p, c_char_p, c_char_p, ctypes.POINTER(_Source), c_char_p,
                              c_size_t], ctypes.c_int),
@@ -167,11 +167,14 @@ class Policy:
         err = lib.gemvtune_cache_error(self._h)
         self.cache_error = err.decode() if err is not None else None
 
-    def lookup(self, arch, format, rows, cols):
-        """The Choice; raises Error (with .choice, the stock answer) on a bad lookup."""
+    def lookup(self, arch, format, rows, cols, gpu=None):
+        """The Choice for the GPU named gpu ("NVIDIA H200"; None: unknown); raises
+        Error (with .choice, the stock answer) on a bad lookup."""
         c = _Choice(size=ctypes.sizeof(_Choice))
         buf = ctypes.create_string_buffer(1024)
-        st = _l().gemvtune_lookup(self._handle(), arch.encode(), format.encode(), rows, cols, ctypes.byref(c), buf, len(buf))
+        g = gpu.encode() if gpu else None
+        st = _l().gemvtune_lookup(self._handle(), arch.encode(), g, format.encode(), rows, cols, ctypes.byref(c), buf,
+                                  len(buf))
         if st != OK:
             e = Error(st, buf.value.decode())
             e.choice = Choice(c)

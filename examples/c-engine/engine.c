@@ -290,11 +290,11 @@ static int failures;
 /* Checks one GEMV of format: the choice's kernel on repacked weights
  * against the float64 reference, and an exact-class choice against stock
  * bit for bit. Leaves the repacked weights and the kernel in *m. */
-static void check_matrix(gemvtune_policy* pol, const char* arch, const char* format, const shape* sh, matrix* m,
-                         kernel* stock) {
+static void check_matrix(gemvtune_policy* pol, const char* arch, const char* gpu, const char* format, const shape* sh,
+                         matrix* m, kernel* stock) {
     char err[512];
     m->c = (gemvtune_choice){.size = sizeof m->c};
-    if (gemvtune_lookup(pol, arch, format, sh->rows, sh->cols, &m->c, err, sizeof err) != GEMVTUNE_OK)
+    if (gemvtune_lookup(pol, arch, gpu, format, sh->rows, sh->cols, &m->c, err, sizeof err) != GEMVTUNE_OK)
         die("gemvtune_lookup", err);
     if (gemvtune_repack_size(format, m->c.layout, sh->rows, sh->cols, &m->bytes, err, sizeof err) != GEMVTUNE_OK)
         die("gemvtune_repack_size", err);
@@ -474,7 +474,7 @@ int main(int argc, char** argv) {
         kernel stock = {0};
         stock.mod = compile_and_load(s.code, s.name, s.options, s.num_options);
         CU(cuModuleGetFunction(&stock.fn, stock.mod, s.entry));
-        for (int i = 0; i < NCHECKED; i++) check_matrix(pol, arch, format, &checked[i], &ms[i], &stock);
+        for (int i = 0; i < NCHECKED; i++) check_matrix(pol, arch, name, format, &checked[i], &ms[i], &stock);
         CU(cuModuleUnload(stock.mod));
         /* every layer's weights in their own memory (copies of layer 0's) */
         CUdeviceptr* layers = malloc(sizeof(CUdeviceptr) * nlayers * 4);

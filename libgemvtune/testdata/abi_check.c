@@ -4,7 +4,7 @@
  * answer, floats as their IEEE bits, the cubin in hex), so that the test
  * can compare them byte for byte.
  *
- *   abi_check lookup CACHE|- FLAGS QUERIES   one line per query of "arch format rows cols"
+ *   abi_check lookup CACHE|- FLAGS QUERIES   one line per query of "arch gpu format rows cols" (gpu "-": NULL)
  *   abi_check threads CACHE|- FLAGS QUERIES  the same lookups from 8 threads, checked against each other
  *   abi_check source ARCH FORMAT ID          the source's name, entry, options and code
  *   abi_check launch FORMAT ID ROWS COLS     the launch, or the error
@@ -49,9 +49,17 @@ static void print_choice(FILE* f, int st, const char* err, const gemvtune_choice
 }
 
 typedef struct query {
-    char arch[32], format[32];
+    char arch[32], gpu[64], format[32];
     long long rows, cols;
 } query;
+
+/* The query's GPU name: "-" is NULL, '_' stands for a space. */
+static const char* gpu_of(query* q) {
+    if (strcmp(q->gpu, "-") == 0) return NULL;
+    for (char* c = q->gpu; *c; c++)
+        if (*c == '_') *c = ' ';
+    return q->gpu;
+}
 
 static query* read_queries(const char* path, int* n) {
     FILE* f = fopen(path, "r");
@@ -65,7 +73,7 @@ static query* read_queries(const char* path, int* n) {
     while (1) {
         if (*n == cap) q = realloc(q, sizeof(query) * (cap *= 2));
         query* x = &q[*n];
-        if (fscanf(f, "%31s %31s %lld %lld", x->arch, x->format, &x->rows, &x->cols) != 4) break;
+        if (fscanf(f, "%31s %63s %31s %lld %lld", x->arch, x->gpu, x->format, &x->rows, &x->cols) != 5) break;
         (*n)++;
     }
     fclose(f);
@@ -94,7 +102,7 @@ static int lookup_main(int argc, char** argv) {
     for (int i = 0; i < n; i++) {
         gemvtune_choice c = {.size = sizeof c};
         char err[1024] = "";
-        int st = gemvtune_lookup(h, q[i].arch, q[i].format, q[i].rows, q[i].cols, &c, err, sizeof err);
+        int st = gemvtune_lookup(h, q[i].arch, gpu_of(&q[i]), q[i].format, q[i].rows, q[i].cols, &c, err, sizeof err);
         print_choice(stdout, st, err, &c);
     }
     gemvtune_close(h);
@@ -117,7 +125,8 @@ static void* run_worker(void* arg) {
         for (int i = 0; i < w->n; i++) {
             gemvtune_choice c = {.size = sizeof c};
             char err[1024] = "";
-            int st = gemvtune_lookup(w->h, w->q[i].arch, w->q[i].format, w->q[i].rows, w->q[i].cols, &c, err, sizeof err);
+            int st = gemvtune_lookup(w->h, w->q[i].arch, w->q[i].gpu, w->q[i].format, w->q[i].rows, w->q[i].cols, &c, err,
+                                     sizeof err);
             if (round == 19) print_choice(f, st, err, &c);
         }
     fclose(f);
@@ -130,6 +139,8 @@ static int threads_main(int argc, char** argv) {
     if (!h) return 1;
     int n;
     query* q = read_queries(argv[4], &n);
+    for (int i = 0; i < n; i++)
+        if (gpu_of(&q[i]) == NULL) q[i].gpu[0] = '\0';
     enum { T = 8 };
     pthread_t t[T];
     worker w[T];
@@ -241,24 +252,24 @@ static int hostile_main(void) {
     CALL("open", GEMVTUNE_OK, gemvtune_open("/nonexistent/gemvtune/tune.db", 1, &h, err, sizeof err));
     if (h == NULL) return 1;
     gemvtune_choice c = {.size = sizeof c};
-    CALL("lookup handle NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(NULL, "sm_90", "q4_0", 4096, 4096, &c, err, sizeof err));
-    CALL("lookup out NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, "sm_90", "q4_0", 4096, 4096, NULL, err, sizeof err));
-    CALL("lookup arch NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, NULL, "q4_0", 4096, 4096, &c, err, sizeof err));
-    CALL("lookup format NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, "sm_90", NULL, 4096, 4096, &c, err, sizeof err));
+    CALL("lookup handle NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(NULL, "sm_90", "NVIDIA H200", "q4_0", 4096, 4096, &c, err, sizeof err));
+    CALL("lookup out NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q4_0", 4096, 4096, NULL, err, sizeof err));
+    CALL("lookup arch NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, NULL, "NVIDIA H200", "q4_0", 4096, 4096, &c, err, sizeof err));
+    CALL("lookup format NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, "sm_90", "NVIDIA H200", NULL, 4096, 4096, &c, err, sizeof err));
     gemvtune_choice small = {.size = 8};
-    CALL("lookup struct too small", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, "sm_90", "q4_0", 4096, 4096, &small, err, sizeof err));
-    CALL("lookup unknown format", GEMVTUNE_ERR_FORMAT, gemvtune_lookup(h, "sm_90", "q3_K", 4096, 4096, &c, err, sizeof err));
+    CALL("lookup struct too small", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q4_0", 4096, 4096, &small, err, sizeof err));
+    CALL("lookup unknown format", GEMVTUNE_ERR_FORMAT, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q3_K", 4096, 4096, &c, err, sizeof err));
     if (strcmp(c.id, "v1") != 0) {
         failures++;
         printf("FAIL a failed lookup did not leave the stock choice: %s\n", c.id);
     }
-    CALL("lookup bad arch", GEMVTUNE_ERR_ARCH, gemvtune_lookup(h, "sm90", "q4_0", 4096, 4096, &c, err, sizeof err));
-    CALL("lookup 0 rows", GEMVTUNE_ERR_SHAPE, gemvtune_lookup(h, "sm_90", "q4_0", 0, 4096, &c, err, sizeof err));
-    CALL("lookup negative cols", GEMVTUNE_ERR_SHAPE, gemvtune_lookup(h, "sm_90", "q4_0", 4096, -32, &c, err, sizeof err));
-    CALL("lookup huge rows", GEMVTUNE_ERR_SHAPE, gemvtune_lookup(h, "sm_90", "q4_0", 1LL << 40, 4096, &c, err, sizeof err));
-    CALL("lookup cols not a block multiple", GEMVTUNE_ERR_SHAPE, gemvtune_lookup(h, "sm_90", "q4_0", 4096, 4100, &c, err, sizeof err));
+    CALL("lookup bad arch", GEMVTUNE_ERR_ARCH, gemvtune_lookup(h, "sm90", "NVIDIA H200", "q4_0", 4096, 4096, &c, err, sizeof err));
+    CALL("lookup 0 rows", GEMVTUNE_ERR_SHAPE, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q4_0", 0, 4096, &c, err, sizeof err));
+    CALL("lookup negative cols", GEMVTUNE_ERR_SHAPE, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q4_0", 4096, -32, &c, err, sizeof err));
+    CALL("lookup huge rows", GEMVTUNE_ERR_SHAPE, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q4_0", 1LL << 40, 4096, &c, err, sizeof err));
+    CALL("lookup cols not a block multiple", GEMVTUNE_ERR_SHAPE, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q4_0", 4096, 4100, &c, err, sizeof err));
     checks++;
-    if (gemvtune_lookup(h, "sm_90", "nope", 1, 32, &c, NULL, 0) != GEMVTUNE_ERR_FORMAT) {
+    if (gemvtune_lookup(h, "sm_90", "NVIDIA H200", "nope", 1, 32, &c, NULL, 0) != GEMVTUNE_ERR_FORMAT) {
         failures++;
         printf("FAIL lookup without errbuf\n");
     }
@@ -295,7 +306,7 @@ static int hostile_main(void) {
     CALL("reference", GEMVTUNE_OK, gemvtune_reference("q4_0", raw, n, x, 64, 256, y, 64, err, sizeof err));
     /* A one-byte error buffer gets only the NUL. */
     char tiny[1] = {'x'};
-    int st = gemvtune_lookup(h, "sm_90", "nope", 1, 32, &c, tiny, 1);
+    int st = gemvtune_lookup(h, "sm_90", "NVIDIA H200", "nope", 1, 32, &c, tiny, 1);
     checks++;
     if (st != GEMVTUNE_ERR_FORMAT || tiny[0] != '\0') {
         failures++;
