@@ -44,6 +44,10 @@ type Options struct {
 	ContinueOnCacheError bool
 	// LookupEnv reads the environment; nil means os.LookupEnv.
 	LookupEnv func(string) (string, bool)
+	// Environ lists the environment as NAME=VALUE, for the warnings about
+	// GEMV_* names gemvtune does not read; nil means os.Environ when
+	// LookupEnv is nil too, else no such warnings.
+	Environ func() []string
 	// GPUName is the engine's GPU as NVML or cuDeviceGetName names it
 	// ("NVIDIA H200"), the model Lookup prefers: records measured on that
 	// model first, then another model of the same arch (source
@@ -64,6 +68,11 @@ type Policy struct {
 	// Notice is a remark about how the cache was read, "" when there is
 	// none: a file of an older layout read from its records.
 	Notice string
+	// Warnings are what Open noticed in the environment and ignored, one
+	// line each: a GEMV_* name gemvtune does not read (a misspelling, with
+	// the name it may have meant), or an invalid value under
+	// GEMV_TUNE_DISABLE=1.
+	Warnings []string
 
 	env         settings
 	model       string // cache.NormalizeModel(Options.GPUName), "" if unknown
@@ -167,12 +176,19 @@ func Open(opts *Options) (*Policy, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	env, err := readEnv(lookup)
+	env, warnings, err := readEnv(lookup)
 	if err != nil {
 		return nil, envError{err}
 	}
+	environ := o.Environ
+	if environ == nil && o.LookupEnv == nil {
+		environ = os.Environ
+	}
+	if environ != nil {
+		warnings = append(warnings, unknownVariables(environ())...)
+	}
 	fams, _ := famTable()
-	p := &Policy{env: env, families: fams}
+	p := &Policy{env: env, families: fams, Warnings: warnings}
 	if o.GPUName != "" {
 		p.model = cache.NormalizeModel(o.GPUName)
 	}

@@ -2,6 +2,7 @@ package gemvtune
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -63,13 +64,29 @@ type settings struct {
 func ForceVariantEnv(format string) string { return EnvForceVariant + "_" + strings.ToUpper(format) }
 
 // readEnv reads and checks every variable; an invalid value is an error
-// naming the variable and what it accepts.
-func readEnv(lookup func(string) (string, bool)) (settings, error) {
+// naming the variable and what it accepts. With GEMV_TUNE_DISABLE=1 (the
+// switch that must always get an engine to stock) the other variables are
+// not used, and an invalid one is a warning instead.
+func readEnv(lookup func(string) (string, bool)) (settings, []string, error) {
+	disable, err := envBool(lookup, EnvTuneDisable)
+	if err != nil {
+		return settings{}, nil, err
+	}
+	s, err := readRest(lookup)
+	if disable {
+		var warnings []string
+		if err != nil {
+			warnings = append(warnings, err.Error()+" (ignored: "+EnvTuneDisable+"=1)")
+		}
+		return settings{disable: true}, warnings, nil
+	}
+	return s, nil, err
+}
+
+// readRest is readEnv for every variable but GEMV_TUNE_DISABLE.
+func readRest(lookup func(string) (string, bool)) (settings, error) {
 	var s settings
 	var err error
-	if s.disable, err = envBool(lookup, EnvTuneDisable); err != nil {
-		return s, err
-	}
 	if s.requireExact, err = envBool(lookup, EnvRequireExact); err != nil {
 		return s, err
 	}
@@ -189,4 +206,68 @@ func joinInts(vs []int) string {
 		s[i] = strconv.Itoa(v)
 	}
 	return strings.Join(s, ", ")
+}
+
+// otherVariables are GEMV_* names that autotune and the tests read, not
+// the policy: no warning for them.
+var otherVariables = []string{"GEMV_NVRTC", "GEMV_WRITE_CUBINS", "GEMV_TEST_"}
+
+// knownVariables lists every variable the policy reads.
+func knownVariables() []string {
+	names := []string{EnvForceVariant, EnvTuneCache, EnvTuneDisable, EnvRequireExact, EnvRequireSameModel}
+	for _, f := range variants.FormatNames {
+		names = append(names, ForceVariantEnv(f))
+	}
+	for _, ke := range knobEnv {
+		names = append(names, ke.name)
+	}
+	return names
+}
+
+// unknownVariables returns a warning for each GEMV_* name in environ
+// (NAME=VALUE) that gemvtune does not read, naming the closest one it does.
+func unknownVariables(environ []string) []string {
+	known := knownVariables()
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "GEMV_") || slices.Contains(known, name) ||
+			slices.ContainsFunc(otherVariables, func(o string) bool { return name == o || strings.HasSuffix(o, "_") && strings.HasPrefix(name, o) }) {
+			continue
+		}
+		best, dist := "", len(name)
+		for _, k := range known {
+			if d := editDistance(name, k); d < dist {
+				best, dist = k, d
+			}
+		}
+		w := name + " is not a variable gemvtune reads: ignored"
+		if dist <= 3 {
+			w += " (did you mean " + best + "?)"
+		}
+		out = append(out, w)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

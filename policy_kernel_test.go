@@ -93,3 +93,43 @@ func TestKernelHelpersReject(t *testing.T) {
 }
 
 func errOf[T any](_ T, err error) error { return err }
+
+// TestDisableBeatsInvalidValues: the rollback switch works whatever else
+// the environment holds; what it ignores becomes a warning.
+func TestDisableBeatsInvalidValues(t *testing.T) {
+	e := map[string]string{"GEMV_TUNE_DISABLE": "1", "GEMV_UNROLL": "3", "GEMV_FORCE_VARIANT": "fast"}
+	pol, err := gemvtune.Open(&gemvtune.Options{CachePath: "/nonexistent/tune.db", LookupEnv: env(e)})
+	if err != nil {
+		t.Fatalf("GEMV_TUNE_DISABLE=1 with invalid values: %v", err)
+	}
+	if c, _ := pol.Lookup("sm_90", "q4_0", 4096, 4096); c.Source != gemvtune.SourceDisabled {
+		t.Errorf("source %s", c.Source)
+	}
+	if len(pol.Warnings) != 1 || !strings.Contains(pol.Warnings[0], "ignored") {
+		t.Errorf("warnings %q", pol.Warnings)
+	}
+	delete(e, "GEMV_TUNE_DISABLE")
+	if _, err := gemvtune.Open(&gemvtune.Options{LookupEnv: env(e)}); !errors.Is(err, gemvtune.ErrInvalidEnv) {
+		t.Errorf("without GEMV_TUNE_DISABLE: %v, want ErrInvalidEnv", err)
+	}
+}
+
+// TestUnknownVariablesWarn: a misspelt GEMV_* name is a warning naming the
+// variable it may have meant; names the policy or autotune reads are not.
+func TestUnknownVariablesWarn(t *testing.T) {
+	environ := []string{"GEMV_FORCE_VARIANT_Q40=v1", "GEMV_UNROL=2", "GEMV_SOMETHING_ELSE_ENTIRELY=1", "GEMV_NVRTC=/x",
+		"GEMV_TEST_SPACE=all", "GEMV_FORCE_VARIANT_Q4_0=v1", "GEMV_WARPS=8", "PATH=/bin", "GEMV_REQUIRE_SAME_MODEL=1"}
+	pol, err := gemvtune.Open(&gemvtune.Options{CachePath: "/nonexistent/tune.db", ContinueOnCacheError: true,
+		LookupEnv: env(nil), Environ: func() []string { return environ }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"GEMV_FORCE_VARIANT_Q40 is not a variable gemvtune reads: ignored (did you mean GEMV_FORCE_VARIANT_Q4_0?)",
+		"GEMV_SOMETHING_ELSE_ENTIRELY is not a variable gemvtune reads: ignored",
+		"GEMV_UNROL is not a variable gemvtune reads: ignored (did you mean GEMV_UNROLL?)",
+	}
+	if strings.Join(pol.Warnings, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(pol.Warnings, "\n"), strings.Join(want, "\n"))
+	}
+}

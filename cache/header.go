@@ -9,8 +9,8 @@ import (
 	"github.com/gemvtune/gemvtune/space"
 )
 
-// WriteCHeader writes a C header with one table row per record: arch,
-// format, shape, the winner's knobs and, for a winner that is not exact,
+// WriteCHeader writes a C header with one table row per record: arch, GPU
+// model, format, shape, the winner's knobs and, for a winner that is not exact,
 // the knobs of the best exact variant (what GEMV_REQUIRE_EXACT=1 runs), for
 // engines that compile kernels themselves. Rows are in the order given; the
 // table ends with a row whose arch is NULL.
@@ -30,12 +30,14 @@ func WriteCHeader(w io.Writer, recs []Record) error {
 #define GEMVTUNE_TUNED_H
 
 /* 2: columns a, has_exact_alt and x* added after version 1's r f u s w l exact.
- * 3: columns g (after w) and xg (after xw) added. */
-#define GEMVTUNE_HEADER_VERSION 3
+ * 3: columns g (after w) and xg (after xw) added.
+ * 4: column gpu_model (after arch) added: rows are per GPU model. */
+#define GEMVTUNE_HEADER_VERSION 4
 
 typedef struct gemvtune_variant {
-	const char *arch;   /* "sm_90" */
-	const char *format; /* "q4_0" */
+	const char *arch;      /* "sm_90" */
+	const char *gpu_model; /* "h200": the GPU name normalised (docs/cache.md) */
+	const char *format;    /* "q4_0" */
 	int rows, cols;
 	int r, f, u, s, w, g, l, a;
 	int exact;
@@ -58,11 +60,11 @@ static const gemvtune_variant gemvtune_variants[GEMVTUNE_VARIANTS_LEN + 1] = {
 			alt, x = 1, r.Exact.Params
 			note = "; exact: " + r.Exact.WinnerID + ": " + r.Exact.Decision
 		}
-		fmt.Fprintf(bw, "\t{%q, %q, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d}, /* %s */\n",
-			r.Arch, r.Format, r.Rows, r.Cols, p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A, exact,
+		fmt.Fprintf(bw, "\t{%q, %q, %q, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d}, /* %s */\n",
+			r.Arch, r.Model, r.Format, r.Rows, r.Cols, p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A, exact,
 			alt, x.R, x.F, x.U, x.S, x.W, x.G, x.L, x.A, comment(r.Decision+note))
 	}
-	fmt.Fprint(bw, "\t{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},\n};\n\n#endif /* GEMVTUNE_TUNED_H */\n")
+	fmt.Fprint(bw, "\t{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},\n};\n\n#endif /* GEMVTUNE_TUNED_H */\n")
 	return bw.Flush()
 }
 

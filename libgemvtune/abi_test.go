@@ -263,6 +263,8 @@ func envCases() []envCase {
 		{"invalid unroll", "good", cont, map[string]string{"GEMV_UNROLL": "3"}},
 		{"invalid force", "good", cont, map[string]string{"GEMV_FORCE_VARIANT_Q4_K": "fast"}},
 		{"invalid disable", "good", cont, map[string]string{"GEMV_TUNE_DISABLE": "yes"}},
+		{"disabled beats invalid values", "good", cont, map[string]string{"GEMV_TUNE_DISABLE": "1", "GEMV_UNROLL": "3"}},
+		{"misspelt names", "good", cont, map[string]string{"GEMV_FORCE_VARIANT_Q40": "v1", "GEMV_UNROL": "2"}},
 		{"empty values", "good", cont, map[string]string{"GEMV_FORCE_VARIANT": "", "GEMV_UNROLL": "", "GEMV_TUNE_DISABLE": ""}},
 	}
 }
@@ -284,7 +286,8 @@ func (c envCase) resolve(good, corrupt, missing string) (path string, env map[st
 func expected(path string, flags uint32, env map[string]string) string {
 	var b strings.Builder
 	pol, err := gemvtune.Open(&gemvtune.Options{CachePath: path, ContinueOnCacheError: flags&1 != 0,
-		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
+		Environ:   func() []string { return environOf(env) }})
 	if err != nil {
 		fmt.Fprintf(&b, "open|%d|%s|null\n", statusOf(openError{err}), err)
 		return b.String()
@@ -294,6 +297,9 @@ func expected(path string, flags uint32, env map[string]string) string {
 		ce = pol.CacheErr.Error()
 	}
 	fmt.Fprintf(&b, "open|0|%s|%s\n", pol.CachePath, ce)
+	for _, w := range pol.Warnings {
+		fmt.Fprintf(&b, "warning|%s\n", w)
+	}
 	for _, q := range queries {
 		gpu := strings.ReplaceAll(q.gpu, "_", " ")
 		if gpu == "-" {
@@ -320,6 +326,15 @@ func writeQueries(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// environOf is env as NAME=VALUE, with the variables childEnv adds.
+func environOf(env map[string]string) []string {
+	out := []string{"PATH=", "HOME=", "XDG_CACHE_HOME="}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 // childEnv is the whole environment of a client process: the case's
@@ -405,6 +420,9 @@ func TestCoversEverySource(t *testing.T) {
 		path, env := ec.resolve(good, corrupt, missing)
 		for _, line := range strings.Split(strings.TrimSpace(expected(path, ec.flags, env)), "\n") {
 			f := strings.Split(line, "|")
+			if f[0] == "warning" {
+				continue
+			}
 			if f[0] == "open" {
 				var st int
 				fmt.Sscan(f[1], &st)

@@ -133,6 +133,13 @@ const char* gemvtune_cache_path(gemvtune_policy* h);
 /* Why the cache was unusable or which entries were skipped, or NULL. */
 const char* gemvtune_cache_error(gemvtune_policy* h);
 
+/* What gemvtune_open noticed in the environment and ignored, one line
+ * each (a GEMV_* name it does not read, with the one it may have meant; an
+ * invalid value under GEMV_TUNE_DISABLE=1): the count, and warning i
+ * (NULL past the last). An engine should log them. */
+size_t gemvtune_warning_count(gemvtune_policy* h);
+const char* gemvtune_warning(gemvtune_policy* h, size_t i);
+
 /* The choice for format on arch ("sm_90") at rows x cols for the GPU
  * named gpu_name (as cuDeviceGetName or NVML names it, "NVIDIA H200"; NULL
  * or "" if unknown), environment applied: records of that GPU model first,

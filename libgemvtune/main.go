@@ -28,6 +28,9 @@ typedef const void* gt_cbytes;
 typedef const float* gt_cfloats;
 
 static const char* gemvtune_getenv(const char* name) { return getenv(name); }
+
+extern char** environ;
+static const char* gemvtune_environ(size_t i) { return environ[i]; }
 */
 import "C"
 
@@ -208,6 +211,46 @@ func lookupEnv(name string) (string, bool) {
 	return C.GoString((*C.char)(unsafe.Pointer(v))), true
 }
 
+// cEnviron is the process environment as it is now.
+func cEnviron() []string {
+	var out []string
+	for i := C.size_t(0); ; i++ {
+		e := C.gemvtune_environ(i)
+		if e == nil {
+			return out
+		}
+		out = append(out, C.GoString((*C.char)(unsafe.Pointer(e))))
+	}
+}
+
+//export gemvtune_warning_count
+func gemvtune_warning_count(h *C.gemvtune_policy) (n C.size_t) {
+	defer func() {
+		if recover() != nil {
+			n = 0
+		}
+	}()
+	p, err := policyOf(h)
+	if err != nil {
+		return 0
+	}
+	return C.size_t(len(p.pol.Warnings))
+}
+
+//export gemvtune_warning
+func gemvtune_warning(h *C.gemvtune_policy, i C.size_t) (s C.gt_cstr) {
+	defer func() {
+		if recover() != nil {
+			s = nil
+		}
+	}()
+	p, err := policyOf(h)
+	if err != nil || int(i) >= len(p.pol.Warnings) {
+		return nil
+	}
+	return C.gt_cstr(p.cstr(p.pol.Warnings[i]))
+}
+
 //export gemvtune_open
 func gemvtune_open(path C.gt_cstr, flags C.uint32_t, out **C.gemvtune_policy, errbuf *C.char, errlen C.size_t) (st C.gemvtune_status) {
 	var err error
@@ -221,7 +264,7 @@ func gemvtune_open(path C.gt_cstr, flags C.uint32_t, out **C.gemvtune_policy, er
 		err = argErr("flags %#x: accepted GEMVTUNE_OPEN_CONTINUE_ON_CACHE_ERROR (1) or 0", uint32(flags))
 		return
 	}
-	opts := &gemvtune.Options{LookupEnv: lookupEnv,
+	opts := &gemvtune.Options{LookupEnv: lookupEnv, Environ: cEnviron,
 		ContinueOnCacheError: flags&C.GEMVTUNE_OPEN_CONTINUE_ON_CACHE_ERROR != 0}
 	if path != nil {
 		opts.CachePath = C.GoString((*C.char)(path))

@@ -40,6 +40,8 @@ def main(argv):
         print("open|%d|%s|null" % (e.status, e))
         return 0
     print("open|0|%s|%s" % (pol.cache_path, pol.cache_error if pol.cache_error is not None else "-"))
+    for w in pol.warnings:
+        print("warning|%s" % w)
     with pol, open(queries) as f:
         for line in f:
             arch, gpu, fmt, rows, cols = line.split()

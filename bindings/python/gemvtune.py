@@ -119,6 +119,8 @@ def load(path=None):
         "gemvtune_close": ([ctypes.c_void_p], None),
         "gemvtune_cache_path": ([ctypes.c_void_p], c_char_p),
         "gemvtune_cache_error": ([ctypes.c_void_p], c_char_p),
+        "gemvtune_warning_count": ([ctypes.c_void_p], c_size_t),
+        "gemvtune_warning": ([ctypes.c_void_p, c_size_t], c_char_p),
         "gemvtune_lookup": ([ctypes.c_void_p, c_char_p, c_char_p, c_char_p, c_int64, c_int64, ctypes.POINTER(_Choice),
                              c_char_p, c_size_t], ctypes.c_int),
         "gemvtune_source": ([ctypes.c_void_p, c_char_p, c_char_p, c_char_p, ctypes.POINTER(_Source), c_char_p,
@@ -166,6 +168,7 @@ class Policy:
         self.cache_path = lib.gemvtune_cache_path(self._h).decode()
         err = lib.gemvtune_cache_error(self._h)
         self.cache_error = err.decode() if err is not None else None
+        self.warnings = [lib.gemvtune_warning(self._h, i).decode() for i in range(lib.gemvtune_warning_count(self._h))]
 
     def lookup(self, arch, format, rows, cols, gpu=None):
         """The Choice for the GPU named gpu ("NVIDIA H200"; None: unknown); raises

@@ -45,7 +45,11 @@ type lookupJSON struct {
 	Evidence *gemvtune.Evidence `json:"evidence,omitempty"`
 	Cache    string             `json:"cache"`
 	CacheErr string             `json:"cache_error,omitempty"`
+	Warnings []string           `json:"warnings,omitempty"` // Policy.Warnings and Notice
 }
+
+// environFn is the environment lookup's warnings are about.
+var environFn = os.Environ
 
 func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (string, bool)) error {
 	fs := flag.NewFlagSet("lookup", flag.ContinueOnError)
@@ -55,6 +59,7 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 	format := fs.String("format", "", "weight format: q4_0, q8_0, q4_K, affine4, bf16")
 	shapeFlag := fs.String("shape", "", "matrix shape ROWSxCOLS, e.g. 4096x14336")
 	cachePath := fs.String("cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
+	gpuName := fs.String("gpu", "", `the engine's GPU as NVML names it, e.g. "NVIDIA H200" (default: unknown)`)
 	asJSON := fs.Bool("json", false, "print JSON")
 	if help, err := parseArgs(fs, args, 0); help || err != nil {
 		return err
@@ -69,11 +74,12 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 	if err != nil {
 		return usagef("lookup: %v", err)
 	}
-	pol, err := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: env})
+	pol, err := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: env,
+		Environ: environFn})
 	if err != nil {
 		return usagef("lookup: %v", err) // an invalid GEMV_* value
 	}
-	c, err := pol.Lookup(*arch, *format, sh.Rows, sh.Cols)
+	c, err := pol.LookupGPU(*arch, *gpuName, *format, sh.Rows, sh.Cols)
 	if err != nil {
 		return usagef("lookup: %v", err)
 	}
@@ -82,10 +88,11 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 	if pol.CacheErr != nil {
 		out.CacheErr = pol.CacheErr.Error()
 	}
-	if fam, err := variants.FamilyOf(*format); err == nil {
-		l := fam.Launch(c.Params, sh.Rows, sh.Cols)
-		out.Launch = &l
+	out.Warnings = pol.Warnings
+	if pol.Notice != "" {
+		out.Warnings = append(out.Warnings, pol.Notice)
 	}
+	out.Launch = &c.Launch
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -137,6 +144,9 @@ func writeLookup(w io.Writer, o lookupJSON) error {
 	if o.CacheErr != "" {
 		fmt.Fprintf(&b, "  warning %s\n", o.CacheErr)
 	}
-	_, err := io.WriteString(w, b.String())
+	for _, warn := range o.Warnings {
+		fmt.Fprintf(&b, "  warning %s\n", warn)
+	}
+	_, err := io.WriteString(w, printable(b.String()))
 	return err
 }

@@ -139,11 +139,11 @@ func exactAlt(r cache.Record) string {
 func writeShow(w io.Writer, path string, recs []cache.Record) error {
 	fmt.Fprintf(w, "cache %s\n", path)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	arch := ""
+	var group [2]string
 	for _, r := range recs {
-		if r.Arch != arch {
-			arch = r.Arch
-			fmt.Fprintf(tw, "\n%s\t\t\t\t\t\t\t\t\t\t\t\n", arch)
+		if g := [2]string{r.Arch, r.Model}; g != group {
+			group = g
+			fmt.Fprintf(tw, "\n%s %s\t\t\t\t\t\t\t\t\t\t\t\n", r.Arch, r.Model)
 			fmt.Fprintln(tw, "format\tshape\twinner\tclass\tµs\tGB/s\t% ceiling\t% of read\tPDL µs\tspeedup\texact alternative\tGPU\tstale")
 		}
 		stale := "no"
@@ -151,7 +151,8 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 			stale = "yes: " + why
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
-			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), usOrDash(r.PDLUS), r.Speedup, exactAlt(r), r.GPUName, stale)
+			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), usOrDash(r.PDLUS), r.Speedup, exactAlt(r),
+			printable(r.GPUName), printable(stale))
 	}
 	return tw.Flush()
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -170,9 +171,15 @@ func tuneMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func dryRun(f tuneFlags, jobs []tuner.Job, stdout io.Writer) error {
 	archs := []string{f.arch}
 	if f.arch == "auto" {
-		var err error
-		if archs, err = localArchsFn(); err != nil || len(archs) == 0 {
+		gpus, err := localGPUsFn()
+		if err != nil || len(gpus) == 0 {
 			return usagef("--dry-run needs --arch sm_XY when no GPU is visible (the plan depends on the arch)")
+		}
+		archs = archs[:0]
+		for _, g := range gpus {
+			if !slices.Contains(archs, g.arch) {
+				archs = append(archs, g.arch)
+			}
 		}
 	}
 	for i, arch := range archs {
@@ -491,25 +498,27 @@ func clockNotes(before, after tuner.Clocks) string {
 	return "before: " + one(before) + "; after: " + one(after)
 }
 
-// localArchsFn lists the distinct compute capabilities of the local GPUs,
-// for --arch auto (resume and --dry-run). An error means none can be listed.
-var localArchsFn = probeArchs
+// localGPU is a local GPU's arch and model (cache.NormalizeModel).
+type localGPU struct{ arch, model string }
 
-// probeArchs asks the driver which archs the local GPUs have.
-func probeArchs() ([]string, error) {
+// localGPUsFn lists the distinct (arch, model) of the local GPUs, for
+// resuming (a record counts for the model it was measured on) and
+// --dry-run. An error means none can be listed.
+var localGPUsFn = probeGPUs
+
+// probeGPUs asks the driver for the local GPUs.
+func probeGPUs() ([]localGPU, error) {
 	infos, err := gpu.Probe()
 	if err != nil {
 		return nil, err
 	}
-	var archs []string
-	seen := map[string]bool{}
+	var out []localGPU
 	for _, i := range infos {
-		if a := i.Arch.String(); !seen[a] {
-			seen[a] = true
-			archs = append(archs, a)
+		if g := (localGPU{i.Arch.String(), cache.NormalizeModel(i.Name)}); !slices.Contains(out, g) {
+			out = append(out, g)
 		}
 	}
-	return archs, nil
+	return out, nil
 }
 
 // openStore opens the cache for writing at path ("" = cache.DefaultPath).
@@ -533,24 +542,35 @@ func openStore(path string, wait bool) (*cache.DB, error) {
 		}
 		return nil, err
 	}
+	if m := db.Migrated(); m != "" {
+		fmt.Fprintln(os.Stderr, "autotune: "+m)
+	}
 	return db, nil
 }
 
-// skipFresh drops the jobs the cache holds a current record for, on every
-// arch the run tunes. It returns the jobs left and how many were dropped.
+// skipFresh drops the jobs the cache holds a current record for, for
+// every local GPU model of the arch the run tunes (its own model's records:
+// another model's do not count). It returns the jobs left and how many
+// were dropped.
 func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) ([]tuner.Job, int, error) {
-	archs := []string{arch}
-	if arch == "auto" {
-		var err error
-		if archs, err = localArchsFn(); err != nil || len(archs) == 0 {
-			return jobs, 0, nil // nothing to resume on; the tuner says why it cannot run
+	all, err := localGPUsFn()
+	if err != nil {
+		return jobs, 0, nil // nothing to resume on; the tuner says why it cannot run
+	}
+	var gpus []localGPU
+	for _, g := range all {
+		if arch == "auto" || g.arch == arch {
+			gpus = append(gpus, g)
 		}
+	}
+	if len(gpus) == 0 {
+		return jobs, 0, nil
 	}
 	var left []tuner.Job
 	for _, j := range jobs {
 		fresh := true
-		for _, a := range archs {
-			ok, err := isFresh(db, a, j)
+		for _, g := range gpus {
+			ok, err := isFresh(db, g, j)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -563,10 +583,10 @@ func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) ([]tuner.Job, int, e
 	return left, len(jobs) - len(left), nil
 }
 
-// isFresh reports whether the cache holds a record for (arch, job) that is
+// isFresh reports whether the cache holds a record for (GPU, job) that is
 // not stale. Missing and unreadable records are not fresh (re-tuned).
-func isFresh(db *cache.DB, arch string, j tuner.Job) (bool, error) {
-	rec, err := db.Get(cache.Key{Arch: arch, Format: j.Format, Rows: j.Rows, Cols: j.Cols})
+func isFresh(db *cache.DB, g localGPU, j tuner.Job) (bool, error) {
+	rec, err := db.Get(cache.Key{Arch: g.arch, Model: g.model, Format: j.Format, Rows: j.Rows, Cols: j.Cols})
 	switch {
 	case errors.Is(err, cache.ErrNotFound), errors.Is(err, cache.ErrBadRecord):
 		return false, nil

@@ -22,7 +22,7 @@ import (
 )
 
 func TestTuneFlagErrors(t *testing.T) {
-	swap(t, &localArchsFn, func() ([]string, error) { return nil, errors.New("no GPU in this test") })
+	swap(t, &localGPUsFn, func() ([]localGPU, error) { return nil, errors.New("no GPU in this test") })
 	dir := t.TempDir()
 	tests := []struct {
 		name  string
@@ -252,6 +252,11 @@ func TestDryRunSM70(t *testing.T) {
 // fakeRun is a tuner that decides every job at once without a GPU, calling
 // Progress and Record as the real one does. cancelAfter > 0 cancels the
 // run after that many jobs.
+// fakeGPUs is the one local GPU of the fake tuner's decisions.
+func fakeGPUs() ([]localGPU, error) {
+	return []localGPU{{"sm_90", cache.NormalizeModel("Fake GPU")}}, nil
+}
+
 type fakeRun struct {
 	mu          sync.Mutex
 	jobs        []tuner.Job // every job it was given
@@ -341,6 +346,7 @@ func TestTuneRecordsAndResumes(t *testing.T) {
 
 	fake := &fakeRun{}
 	swap(t, &runFn, fake.run)
+	swap(t, &localGPUsFn, fakeGPUs)
 	var out, errw bytes.Buffer
 	if err := tuneMain(context.Background(), args, &out, &errw); err != nil {
 		t.Fatal(err)
@@ -397,6 +403,7 @@ func TestTuneInterruptedResumes(t *testing.T) {
 	defer cancel()
 	fake := &fakeRun{cancelAfter: 1, cancel: cancel}
 	swap(t, &runFn, fake.run)
+	swap(t, &localGPUsFn, fakeGPUs)
 	var out, errw bytes.Buffer
 	err := tuneMain(ctx, args, &out, &errw)
 	if err == nil || !strings.Contains(err.Error(), "interrupted: 1 of 3 finished and saved") {

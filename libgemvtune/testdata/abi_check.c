@@ -90,6 +90,7 @@ static gemvtune_policy* open_or_print(const char* cache, const char* flags) {
     }
     const char* ce = gemvtune_cache_error(h);
     printf("open|0|%s|%s\n", gemvtune_cache_path(h), ce ? ce : "-");
+    for (size_t i = 0; i < gemvtune_warning_count(h); i++) printf("warning|%s\n", gemvtune_warning(h, i));
     return h;
 }
 
