@@ -43,8 +43,8 @@ type Progress struct {
 // PlanEntry is the static plan of one job: what --dry-run prints.
 type PlanEntry struct {
 	Job
-	Candidates int            // variants left after gates and static constraints
-	Excluded   int            // variants excluded
-	Reasons    map[string]int // exclusion reason (generalised) → count
-	Expected   time.Duration  // expected tuning time on one GPU
+	Candidates int            `json:"candidates"`  // variants left after gates and static constraints
+	Excluded   int            `json:"excluded"`    // variants excluded
+	Reasons    map[string]int `json:"reasons"`     // exclusion reason (generalised) → count
+	Expected   time.Duration  `json:"expected_ns"` // expected tuning time on one GPU
 }

@@ -2,8 +2,8 @@ package tuner
 
 import (
 	"fmt"
-	"regexp"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/gemvtune/gemvtune/space"
@@ -73,10 +73,40 @@ func Plan(arch string, jobs []Job, budget int) ([]PlanEntry, error) {
 // about 170 s (0.1 s for small kernels, seconds for r·u = 16 with a=1).
 const compileSeconds = 0.9
 
-var numbers = regexp.MustCompile(`\d+(\.\d+)?`)
+// generalise folds the measures out of a reason (byte counts, products,
+// shapes) so like reasons count together, and keeps the numbers that are
+// part of a name or a knob value: sm_80, llama-3-8b, bf16, s=3.
+func generalise(reason string) string {
+	var b strings.Builder
+	for i := 0; i < len(reason); {
+		c := reason[i]
+		if c < '0' || c > '9' {
+			b.WriteByte(c)
+			i++
+			continue
+		}
+		j := i
+		for j < len(reason) && (reason[j] >= '0' && reason[j] <= '9' || reason[j] == '.' && j+1 < len(reason) && reason[j+1] >= '0' && reason[j+1] <= '9') {
+			j++
+		}
+		prev, next := byte(' '), byte(' ')
+		if i > 0 {
+			prev = reason[i-1]
+		}
+		if j < len(reason) {
+			next = reason[j]
+		}
+		if isNameByte(prev) || prev == '=' || prev == '-' || isNameByte(next) && next != 'x' {
+			b.WriteString(reason[i:j])
+		} else {
+			b.WriteByte('N')
+		}
+		i = j
+	}
+	return b.String()
+}
 
-// generalise folds numbers out of a reason so like reasons count together.
-func generalise(reason string) string { return numbers.ReplaceAllString(reason, "N") }
+func isNameByte(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' }
 
 // expectedTime models one job: verification (~2 ms a candidate), timed
 // batches of ~0.2 ms or one launch, graph capture, and data generation.

@@ -14,7 +14,10 @@ import (
 
 // generatorVersion changes whenever Source's generated header changes in a
 // way that alters kernels; it is part of every SourceHash.
-const generatorVersion = "gemvtune-kernels/5"
+const generatorVersion = GeneratorVersion
+
+// GeneratorVersion names the kernel generator, for version lines.
+const GeneratorVersion = "gemvtune-kernels/5"
 
 //go:embed kernels/*.cu
 var kernelFiles embed.FS

@@ -20,8 +20,8 @@ func init() {
 		run: func(ctx context.Context, args []string) error { return benchMain(ctx, args, os.Stdout, os.Stderr) }})
 }
 
-const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--format q4_0,...] [--shape RxC,...] [--cache PATH]
-       autotune bench --variants ID,... [--arch ...] [--format ...] [--shape ...]
+const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--formats q4_0,...] [--shapes RxC,...] [--cache PATH]
+       autotune bench --variants ID,... [--arch ...] [--formats ...] [--shapes ...]
 
 Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
 and prints µs, GB/s and %% of the read ceiling measured in the same run. The
@@ -37,8 +37,10 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(stderr, benchUsage); fs.PrintDefaults() }
 	arch := fs.String("arch", "auto", "compute capability sm_XY, or auto")
-	formats := fs.String("format", strings.Join(allFormats(), ","), "formats, comma-separated")
-	shapes := fs.String("shape", "28672x8192,4096x14336", "shapes ROWSxCOLS, comma-separated")
+	formats := fs.String("formats", strings.Join(allFormats(), ","), "formats, comma-separated")
+	fs.StringVar(formats, "format", *formats, "the same as --formats")
+	shapes := fs.String("shapes", "28672x8192,4096x14336", "shapes ROWSxCOLS, comma-separated")
+	fs.StringVar(shapes, "shape", *shapes, "the same as --shapes")
 	cachePath := fs.String("cache", "", "cache file with tuned winners (default $GEMV_TUNE_CACHE or the user cache folder)")
 	ids := fs.String("variants", "", "measure these variant IDs (comma-separated) against stock instead of the tuned winner")
 	if help, err := parseArgs(fs, args, 0); help || err != nil {
@@ -61,6 +63,18 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return benchVariants(ctx, *arch, fl, sl, *ids, stdout, stderr)
 	}
 	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: func(string) (string, bool) { return "", false }})
+	if pol != nil && pol.CacheErr != nil {
+		fmt.Fprintf(stderr, "autotune: bench: %v: what it would hold is tuned now (not recorded)\n", pol.CacheErr)
+	}
+	gpuModel := ""
+	if gpus, err := localGPUsFn(); err == nil {
+		for _, g := range gpus {
+			if g.arch == *arch {
+				gpuModel = g.model
+				break
+			}
+		}
+	}
 	var untuned []tuner.Job
 	var ds []tuner.Decision
 	for _, f := range fl {
@@ -68,7 +82,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			j := tuner.Job{Format: f, Rows: s.Rows, Cols: s.Cols}
 			var only []string
 			if pol != nil && *arch != "auto" {
-				if c, err := pol.Lookup(*arch, f, s.Rows, s.Cols); err == nil && c.Source == gemvtune.SourceTuned && c.ID != space.StockAlias {
+				if c, err := pol.LookupGPU(*arch, gpuModel, f, s.Rows, s.Cols); err == nil && c.Source == gemvtune.SourceTuned && c.ID != space.StockAlias {
 					only = []string{c.ID}
 				}
 			}
@@ -84,7 +98,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	if len(untuned) > 0 {
-		fmt.Fprintf(stderr, "bench: %d (format, shape) without a tuned record: tuning them now (not recorded)\n", len(untuned))
+		fmt.Fprintf(stderr, "autotune: bench: %d (format, shape) without a tuned record: tuning them now (not recorded)\n", len(untuned))
 		d, err := tuner.Run(ctx, untuned, tuner.Options{Arch: *arch})
 		ds = append(ds, d...)
 		if err != nil {

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,11 +43,8 @@ func compareMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprintf(stderr, compareUsage) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usagef("compare: %v", err)
+	if help, err := parseArgs(fs, args, 2); help || err != nil {
+		return err
 	}
 	if fs.NArg() != 2 {
 		return usagef("compare: want two files (autotune --json outputs), got %d", fs.NArg())

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,14 +28,8 @@ func runDoctor(_ context.Context, args []string) error {
 		fmt.Fprintln(fs.Output(), "Exits 0 when at least one GPU and an NVRTC that can build for it exist.")
 		fmt.Fprintf(fs.Output(), "NVRTC is searched in $%s, the loader path, $CUDA_HOME/lib64, /usr/local/cuda/lib64 and pip's nvidia/ folders.\n", gpu.EnvNVRTC)
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usagef("doctor: %v", err)
-	}
-	if fs.NArg() > 0 {
-		return usagef("doctor: unexpected argument %q (doctor takes no arguments)", fs.Arg(0))
+	if help, err := parseArgs(fs, args, 0); help || err != nil {
+		return err
 	}
 	return doctor(os.Stdout)
 }
@@ -44,6 +37,7 @@ func runDoctor(_ context.Context, args []string) error {
 // doctor prints what it finds and returns the first thing that stops tuning.
 func doctor(w io.Writer) error {
 	var problems []error
+	fmt.Fprintf(w, "version: %s\n", versionLine())
 
 	drv, drvErr := gpu.DriverVersion()
 	if drvErr != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -29,25 +28,10 @@ func importMain(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, importUsage); fs.PrintDefaults() }
 	cachePath := fs.String("cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
-	// Accept the file before or after the flags.
-	var file string
-	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
-		file, args = args[0], args[1:]
+	if help, err := parseArgs(fs, args, 1); help || err != nil {
+		return err
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return usagef("import: %v", err)
-	}
-	if file == "" && fs.NArg() > 0 {
-		file = fs.Arg(0)
-		if fs.NArg() > 1 {
-			return usagef("import: one FILE at a time, got %d", fs.NArg())
-		}
-	} else if fs.NArg() > 0 {
-		return usagef("import: one FILE at a time")
-	}
+	file := fs.Arg(0)
 	if file == "" {
 		return usagef("import: FILE is required (see autotune import --help)")
 	}

@@ -11,8 +11,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"io"
 	"os/signal"
 	"sort"
+	"strings"
 
 	"github.com/gemvtune/gemvtune/tuner"
 )
@@ -56,11 +58,24 @@ func dispatch(ctx context.Context, args []string) error {
 	if len(args) > 0 {
 		switch args[0] {
 		case "help", "-h", "-help", "--help":
+			if len(args) > 1 && args[0] == "help" {
+				if c, ok := commands[args[1]]; ok {
+					return c.run(ctx, []string{"--help"})
+				}
+				return usagef("help: unknown command %q: accepted %s", args[1], strings.Join(commandNames(), ", "))
+			}
 			printHelp()
+			return nil
+		case "version", "--version", "-version":
+			fmt.Println(versionLine())
 			return nil
 		}
 		if c, ok := commands[args[0]]; ok {
 			return c.run(ctx, args[1:])
+		}
+		if !strings.HasPrefix(args[0], "-") {
+			return usagef("unknown command %q: accepted %s, or the tune's flags (autotune --help)", args[0],
+				strings.Join(commandNames(), ", "))
 		}
 	}
 	tune, ok := commands["tune"]
@@ -70,20 +85,51 @@ func dispatch(ctx context.Context, args []string) error {
 	return tune.run(ctx, args)
 }
 
-// parseArgs parses a subcommand's flags and allows at most maxArgs
-// positional arguments. help is true after --help (the usage was printed);
-// a bad flag or argument is a usage error (exit 2).
+// parseArgs parses a subcommand's flags, before or after its positional
+// arguments, and allows at most maxArgs of those (left in fs.Args()).
+// help is true after --help (the usage was printed); a bad flag or
+// argument is a one-line usage error (exit 2).
 func parseArgs(fs *flag.FlagSet, args []string, maxArgs int) (help bool, err error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return true, nil
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.SetOutput(out)
+				usage()
+				return true, nil
+			}
+			return false, usagef("%s: %v (autotune %s --help lists the flags)", fs.Name(), err, fs.Name())
 		}
-		return false, usagef("%s: %v", fs.Name(), err)
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0)) // "-" is an argument, the flags may go on after it
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() > maxArgs {
-		return false, usagef("%s: unexpected argument %q", fs.Name(), fs.Arg(maxArgs))
+	fs.SetOutput(out)
+	if err := fs.Parse(positional); err != nil || len(positional) > maxArgs {
+		extra := ""
+		if len(positional) > maxArgs {
+			extra = positional[maxArgs]
+		}
+		if maxArgs == 0 {
+			return false, usagef("%s: unexpected argument %q: it takes flags only", fs.Name(), extra)
+		}
+		return false, usagef("%s: unexpected argument %q: it takes %d", fs.Name(), extra, maxArgs)
 	}
 	return false, nil
+}
+
+func commandNames() []string {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func printHelp() {

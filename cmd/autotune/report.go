@@ -69,18 +69,14 @@ func reportMain(args []string, stdout, stderr io.Writer) error {
 	arch := fs.String("arch", "", "only this `arch` (sm_XY); default every arch in the cache")
 	cachePath := fs.String("cache", "", "cache `PATH` (default $GEMV_TUNE_CACHE, else $XDG_CACHE_HOME/gemvtune/tune.db)")
 	out := fs.String("o", "report.html", "write the report to `FILE` (- for stdout)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprint(stdout, reportUsage)
-			fs.PrintDefaults()
-			fmt.Fprint(stdout, "\nexit codes: 0 ok, 1 failure (unreadable cache, nothing tuned), 2 usage error\n")
-			return nil
-		}
-		return usagef("report: %v (see autotune report --help)", err)
+	fs.Usage = func() {
+		fs.SetOutput(stdout)
+		fmt.Fprint(stdout, reportUsage)
+		fs.PrintDefaults()
+		fmt.Fprint(stdout, "\nexit codes: 0 ok, 1 failure (unreadable cache, nothing tuned), 2 usage error\n")
 	}
-	if fs.NArg() > 0 {
-		return usagef("report: unexpected argument %q (see autotune report --help)", fs.Arg(0))
+	if help, err := parseArgs(fs, args, 0); help || err != nil {
+		return err
 	}
 	if *arch != "" {
 		if _, err := space.ParseArch(*arch); err != nil {

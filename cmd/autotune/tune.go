@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -84,6 +85,8 @@ func newTuneFlagSet(f *tuneFlags) *flag.FlagSet {
 	fs.StringVar(&f.shapes, "shapes", "", "tune these comma-separated `shapes` ROWSxCOLS, e.g. 4096x14336,1024x4096")
 	fs.StringVar(&f.gguf, "gguf", "", "tune exactly the (format, shape) pairs of the weight matrices in GGUF `FILE` (no weights are read)")
 	fs.StringVar(&f.formats, "formats", "", "comma-separated `formats` to tune (default all: "+strings.Join(variants.FormatNames, ",")+")")
+	fs.StringVar(&f.formats, "format", "", "the same as --formats")
+	fs.StringVar(&f.shapes, "shape", "", "the same as --shapes")
 	fs.StringVar(&f.cachePath, "cache", "", "cache `PATH` (default $GEMV_TUNE_CACHE, else $XDG_CACHE_HOME/gemvtune/tune.db)")
 	fs.IntVar(&f.budget, "budget", 0, "timed batches per (format, shape) for the budgeted search, `N`; 0 measures every candidate in full")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan (candidates after static pruning, main exclusions, expected time) and exit; needs no GPU")
@@ -123,6 +126,10 @@ func parseTuneFlags(args []string) (tuneFlags, error) {
 	if f.arch != "auto" {
 		if _, err := space.ParseArch(f.arch); err != nil {
 			return f, usagef("--arch: %v or auto", err)
+		}
+		if _, err := space.LimitsFor(f.arch); err != nil {
+			return f, usagef("--arch %s: this autotune has no limits for it: accepted %s or auto", f.arch,
+				strings.Join(space.KnownArchs(), ", "))
 		}
 	}
 	sources := 0
@@ -182,10 +189,20 @@ func dryRun(f tuneFlags, jobs []tuner.Job, stdout io.Writer) error {
 			}
 		}
 	}
+	type archPlan struct {
+		Arch   string            `json:"arch"`
+		Budget int               `json:"budget"`
+		Jobs   []tuner.PlanEntry `json:"jobs"`
+	}
+	var plans []archPlan
 	for i, arch := range archs {
 		plan, err := planFn(arch, jobs, f.budget)
 		if err != nil {
 			return fmt.Errorf("planning for %s: %w", arch, err)
+		}
+		if f.json {
+			plans = append(plans, archPlan{arch, f.budget, plan})
+			continue
 		}
 		if i > 0 {
 			fmt.Fprintln(stdout)
@@ -193,6 +210,11 @@ func dryRun(f tuneFlags, jobs []tuner.Job, stdout io.Writer) error {
 		if err := writePlan(stdout, arch, f.budget, plan); err != nil {
 			return err
 		}
+	}
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(plans)
 	}
 	return nil
 }

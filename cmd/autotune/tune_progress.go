@@ -43,7 +43,6 @@ func newProgress(w io.Writer, total int) *progress {
 			progressbar.OptionSetWidth(25),
 			progressbar.OptionSetPredictTime(false), // the tuner's ETA knows the plan
 			progressbar.OptionSetElapsedTime(true),
-			progressbar.OptionThrottle(100*time.Millisecond),
 		)
 	}
 	return p
@@ -76,8 +75,11 @@ func (p *progress) update(pr tuner.Progress) {
 		if p.total > 0 && p.total != p.bar.GetMax() {
 			p.bar.ChangeMax(p.total)
 		}
-		p.bar.Describe(pr.Stage + where + etaText)
+		// The count first, then the text: each renders (no throttle: the
+		// tuner sends a few events per job), so the line drawn last holds
+		// both the job just reported and the count that includes it.
 		_ = p.bar.Set(p.done)
+		p.bar.Describe(pr.Stage + where + etaText)
 		return
 	}
 	switch {

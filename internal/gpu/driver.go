@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -86,12 +87,21 @@ var (
 	driverErr  error
 )
 
+// dlopenReason is dlopen's error in words; dlerror can come back empty
+// (another thread's dlopen consumed it), and a bare colon helps nobody.
+func dlopenReason(err error) string {
+	if msg := strings.TrimSpace(err.Error()); msg != "" {
+		return msg
+	}
+	return "the dynamic loader gave no reason (is the NVIDIA driver installed, and its libcuda.so.1 on the loader path?)"
+}
+
 // loadDriver loads libcuda.so.1 once and resolves every entry point.
 func loadDriver() (*driver, error) {
 	driverOnce.Do(func() {
 		h, err := purego.Dlopen(driverLib, purego.RTLD_NOW|purego.RTLD_GLOBAL)
 		if err != nil {
-			driverErr = fmt.Errorf("%w: %v", ErrNoDriver, err)
+			driverErr = fmt.Errorf("%w: %s", ErrNoDriver, dlopenReason(err))
 			return
 		}
 		d := &driver{}

@@ -3,6 +3,7 @@ package gpu
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,14 @@ func TestNVRTCErrorText(t *testing.T) {
 	var ne *NVRTCError
 	if !errors.As(ce, &ne) || ne.Code != 6 {
 		t.Errorf("errors.As(CompileError, *NVRTCError) failed")
+	}
+}
+
+func TestDlopenReasonNeverEmpty(t *testing.T) {
+	if got := dlopenReason(errors.New("")); got == "" || !strings.Contains(got, "libcuda.so.1") {
+		t.Errorf("empty dlerror: %q", got)
+	}
+	if got := dlopenReason(errors.New("libcuda.so.1: cannot open shared object file")); got != "libcuda.so.1: cannot open shared object file" {
+		t.Errorf("dlerror kept: %q", got)
 	}
 }

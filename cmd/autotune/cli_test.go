@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// captureStderr runs fn with os.Stderr going to a pipe and returns what
+// was written there.
+func captureStderr(t *testing.T, fn func()) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stderr
+	os.Stderr = w
+	done := make(chan string)
+	go func() { b, _ := io.ReadAll(r); done <- string(b) }()
+	fn()
+	os.Stderr = old
+	w.Close()
+	return <-done
+}
+
+// TestOneLineUsageErrors: an unknown flag, command or argument is one line
+// on stderr (the caller prints the returned error) and exit 2.
+func TestOneLineUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"doctor", "--frob"}, {"lookup", "--frob"}, {"show", "--frob"}, {"export", "--frob"}, {"import", "--frob"},
+		{"bench", "--frob"}, {"compare", "--frob"}, {"report", "--frob"}, {"frobnicate"}, {"help", "frobnicate"},
+		{"doctor", "extra"}, {"show", "a", "b"},
+	} {
+		var err error
+		printed := captureStderr(t, func() { err = dispatch(context.Background(), args) })
+		var u usageError
+		if !errors.As(err, &u) || strings.Contains(err.Error(), "\n") || printed != "" {
+			t.Errorf("%v: error %q (usage %v), printed %q; want one usage line and nothing printed", args, err, errors.As(err, &u), printed)
+		}
+	}
+	// import takes its file before or after the flags; "-" is standard input.
+	cache := filepath.Join(dir, "x.db")
+	err := dispatch(context.Background(), []string{"import", filepath.Join(dir, "missing.json"), "--cache", cache})
+	if err == nil || !strings.Contains(err.Error(), "missing.json") || strings.Contains(err.Error(), "one FILE") {
+		t.Errorf("import FILE --cache: %v", err)
+	}
+}
+
+func TestHelpOfACommand(t *testing.T) {
+	var err error
+	printed := captureStderr(t, func() { err = dispatch(context.Background(), []string{"help", "export"}) })
+	if err != nil || !strings.Contains(printed, "autotune export") {
+		t.Errorf("help export: %v, printed %q", err, printed)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	v := versionLine()
+	for _, want := range []string{"autotune 0.", "cache layout 2", "record schema 2", "gemvtune-kernels/", "go1."} {
+		if !strings.Contains(v, want) {
+			t.Errorf("version line %q lacks %q", v, want)
+		}
+	}
+}
