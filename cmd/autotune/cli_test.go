@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gemvtune/gemvtune/cache"
 )
 
 // captureStderr runs fn with os.Stderr going to a pipe and returns what
@@ -66,5 +68,27 @@ func TestVersion(t *testing.T) {
 		if !strings.Contains(v, want) {
 			t.Errorf("version line %q lacks %q", v, want)
 		}
+	}
+}
+
+// TestImportSaysWhatItTakes: a tune's --json output (what docs/data
+// holds) gets a line naming what import takes; records nothing can look up
+// are skipped with their reason.
+func TestImportSaysWhatItTakes(t *testing.T) {
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run.json")
+	if err := os.WriteFile(run, []byte(`[{"arch":"sm_90"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := dispatch(context.Background(), []string{"import", run, "--cache", filepath.Join(dir, "c.db")})
+	if err == nil || !strings.Contains(err.Error(), "autotune --json") || !strings.Contains(err.Error(), "autotune export") {
+		t.Errorf("import of a run: %v", err)
+	}
+	keep, skipped := lookableRecords([]cache.Record{
+		{Key: cache.Key{Arch: "sm_90", Format: "q4_0"}}, {Key: cache.Key{Arch: "sm_90", Format: "foo"}},
+		{Key: cache.Key{Arch: "sm_999", Format: "q4_0"}},
+	})
+	if len(keep) != 1 || len(skipped) != 2 || !strings.Contains(skipped[0], `format "foo"`) || !strings.Contains(skipped[1], "arch sm_999") {
+		t.Errorf("lookable: %d kept, skipped %q", len(keep), skipped)
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"flag"
@@ -62,18 +60,9 @@ func compareMain(args []string, stdout, stderr io.Writer) error {
 
 // readDecisions reads an autotune --json output, gzipped if path ends in .gz.
 func readDecisions(path string) ([]tuner.Decision, error) {
-	data, err := os.ReadFile(path)
+	data, err := readUserFile(path, maxUserFile)
 	if err != nil {
 		return nil, err
-	}
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
-		if data, err = io.ReadAll(zr); err != nil {
-			return nil, fmt.Errorf("%s: %v", path, err)
-		}
 	}
 	var ds []tuner.Decision
 	if err := json.Unmarshal(data, &ds); err != nil {

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
@@ -55,12 +53,14 @@ func (m ggufModel) notTunedLines() []string {
 // lm head, is kept. GGUF lists ne[0], the inner dimension, first: a tensor
 // with dimensions [ne0, ne1] is W = [rows ne1, cols ne0].
 func readGGUF(path string) (m ggufModel, err error) {
-	if _, err := os.Stat(path); err != nil {
-		var pe *fs.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err // the path is already in the message
-		}
-		return ggufModel{}, fmt.Errorf("--gguf %s: %w", path, err)
+	hf, fi, err := openRegular(path)
+	if err != nil {
+		return ggufModel{}, fmt.Errorf("--gguf %w", err)
+	}
+	err = checkGGUFHeader(hf, fi.Size())
+	hf.Close()
+	if err != nil {
+		return ggufModel{}, fmt.Errorf("--gguf %s: not a GGUF model autotune can read: %v", path, err)
 	}
 	defer func() {
 		// The parser panics on some malformed files (e.g. size overflow).

@@ -161,7 +161,7 @@ func TestReadGGUFErrors(t *testing.T) {
 		name, path, want string
 	}{
 		{"missing", filepath.Join(dir, "nope.gguf"), "no such file"},
-		{"empty", write("empty.gguf", nil), "EOF"},
+		{"empty", write("empty.gguf", nil), "too short for a GGUF header"},
 		{"garbage", write("garbage.gguf", []byte("this is not a model file, just some text\n\nat all")), "want a GGUF"},
 		{"truncated", write("trunc.gguf", full[:200]), "--gguf"},
 		{"short data", write("short.gguf", full[:len(full)-1000]), "--gguf"},

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
 )
 
 func init() {
@@ -35,15 +39,19 @@ func importMain(args []string, stdout, stderr io.Writer) error {
 	if file == "" {
 		return usagef("import: FILE is required (see autotune import --help)")
 	}
-	f, err := os.Open(file)
+	data, err := readUserFile(file, maxUserFile)
 	if err != nil {
-		return fmt.Errorf("import: %w", err)
+		return fmt.Errorf("import %w", err)
 	}
-	defer f.Close()
-	e, err := cache.ReadExport(f)
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		return fmt.Errorf("import %s: this is the output of autotune --json (decisions, without cubins): import takes what autotune export writes (gzipped or not); autotune compare reads this one", file)
+	}
+	e, err := cache.ReadExport(bytes.NewReader(data))
 	if err != nil {
-		return fmt.Errorf("import %s: %w", file, err)
+		return fmt.Errorf("import %s: %w (import takes what autotune export writes)", file, err)
 	}
+	var skipped []string
+	e.Records, skipped = lookableRecords(e.Records)
 	path := *cachePath
 	if path == "" {
 		if path, err = cache.DefaultPath(); err != nil {
@@ -60,11 +68,31 @@ func importMain(args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("import: %w", err)
 	}
 	fmt.Fprintf(stdout, "imported %s into %s: %s\n", file, path, s)
+	if len(skipped) > 0 {
+		fmt.Fprintf(stdout, "  %d more skipped before the merge (nothing could look them up)\n", len(skipped))
+	}
 	for _, c := range s.Conflicts {
 		fmt.Fprintf(stdout, "  conflict %s: cache has %s, file has %s (kept the cache's)\n", c.Key, c.Ours, c.Theirs)
 	}
-	for _, sk := range s.Skipped {
-		fmt.Fprintf(stdout, "  skipped %s\n", sk)
+	for _, sk := range append(skipped, s.Skipped...) {
+		fmt.Fprintf(stdout, "  skipped %s\n", printable(sk))
 	}
 	return nil
+}
+
+// lookableRecords keeps the records a lookup of this build can return: a
+// known format on an arch it has limits for. The others are listed.
+func lookableRecords(recs []cache.Record) (keep []cache.Record, skipped []string) {
+	for _, r := range recs {
+		if _, err := variants.FamilyOf(r.Format); err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: format %q: accepted %s", r.Key, r.Format, strings.Join(variants.FormatNames, ", ")))
+			continue
+		}
+		if _, err := space.LimitsFor(r.Arch); err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: arch %s: accepted %s", r.Key, r.Arch, strings.Join(space.KnownArchs(), ", ")))
+			continue
+		}
+		keep = append(keep, r)
+	}
+	return keep, skipped
 }
