@@ -204,8 +204,11 @@ func Open(opts *Options) (*Policy, error) {
 	t, err := cache.ReadTable(p.CachePath, nil)
 	if err != nil {
 		src := SourceCorruptCache
-		if errors.Is(err, cache.ErrNotExist) {
+		switch {
+		case errors.Is(err, cache.ErrNotExist):
 			src = SourceNoCache
+		case errors.Is(err, cache.ErrLocked):
+			src = SourceBusyCache
 		}
 		return p.cacheFailed(o, err, src)
 	}

@@ -19,6 +19,7 @@ const (
 	SourceUntunedArch      = "untuned-arch"       // the cache has nothing for this arch: stock
 	SourceNoCache          = "no-cache"           // the cache file does not exist: stock
 	SourceCorruptCache     = "corrupt-cache"      // the cache (or this entry) cannot be read: stock
+	SourceBusyCache        = "busy-cache"         // a writer held the cache past Open's wait: stock, the cache is not damaged
 	SourceDisabled         = "disabled"           // GEMV_TUNE_DISABLE=1: stock
 )
 

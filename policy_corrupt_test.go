@@ -1,7 +1,10 @@
 package gemvtune_test
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/gemvtune/gemvtune"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -34,5 +37,24 @@ func TestUnreadableEntry(t *testing.T) {
 	}
 	if c := lookup(t, p, "sm_90", "q4_0", 4096, 4096); c.Source != "tuned" {
 		t.Errorf("good entry beside a garbage one: %s", c.Source)
+	}
+}
+
+// TestBusyCacheIsNotCorrupt: a writer that holds the cache past Open's
+// wait gives stock with source busy-cache, and the engine starts.
+func TestBusyCacheIsNotCorrupt(t *testing.T) {
+	path := writeCache(t, rec(t, "sm_90", "q4_0", 4096, 4096, "r2f0u1s0w8", "exact"))
+	b, err := bolt.Open(path, 0o644, nil) // holds bbolt's exclusive lock until closed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	p, err := gemvtune.Open(&gemvtune.Options{CachePath: path, LookupEnv: env(nil), ContinueOnCacheError: true})
+	if err != nil {
+		t.Fatalf("an engine did not start beside a busy cache: %v", err)
+	}
+	if c := lookup(t, p, "sm_90", "q4_0", 4096, 4096); c.Source != "busy-cache" || c.ID != "v1" ||
+		!strings.Contains(c.Reason, "not damaged") {
+		t.Errorf("busy cache: %s %s (%s)", c.Source, c.ID, c.Reason)
 	}
 }

@@ -218,7 +218,11 @@ func (p *Policy) variant(fi *famInfo, a space.Arch, o order, q space.Params, why
 // fromCache is step 3 of Lookup: the GPU's own group first, then, where
 // it gives stock, another model's.
 func (p *Policy) fromCache(o order, arch, format string, sh space.Shape) Choice {
-	if p.cacheSource != "" {
+	switch p.cacheSource {
+	case "":
+	case SourceBusyCache:
+		return stock(p.cacheSource, "cache "+p.CachePath+" was busy at start-up (a writer held it past the wait; it is not damaged): "+p.CacheErr.Error())
+	default:
 		return stock(p.cacheSource, "cache "+p.CachePath+" unusable: "+p.CacheErr.Error())
 	}
 	for k, why := range p.bad {

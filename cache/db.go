@@ -7,12 +7,14 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/gemvtune/gemvtune/internal/lockfile"
 )
 
 // FileVersion is the layout version of the bbolt file (bucket _meta, key
@@ -58,8 +60,8 @@ type DB struct {
 	readOnly bool
 	timeout  time.Duration
 
-	mu     sync.Mutex // one bbolt handle of this DB at a time
-	lock   *os.File   // a writer's PATH.lock, held until Close
+	mu     sync.Mutex     // one bbolt handle of this DB at a time
+	lock   *lockfile.Lock // a writer's PATH.lock, held until Close
 	closed atomic.Bool
 
 	migrated string // what Open did to a file of the older layout, or ""
@@ -126,65 +128,36 @@ func (db *DB) Close() error {
 }
 
 func (db *DB) release() error {
-	if db.lock == nil {
-		return nil
-	}
-	err := unlock(db.lock)
-	if cerr := db.lock.Close(); err == nil {
-		err = cerr
-	}
+	err := db.lock.Release()
 	db.lock = nil
 	return err
 }
 
 // lockedError is the message a second writer gets; it matches ErrLocked.
-type lockedError struct{ path, pid string }
+type lockedError struct {
+	path string
+	busy *lockfile.Busy
+}
 
 func (e *lockedError) Error() string {
-	return fmt.Sprintf("cache %s is locked by another autotune (pid %s)", e.path, e.pid)
+	return fmt.Sprintf("cache %s is locked by %s", e.path, e.busy.Holder)
 }
 func (e *lockedError) Unwrap() error { return ErrLocked }
 
-// acquire takes PATH.lock and writes this process's pid into it. The file is
-// never removed: removing it could let two writers lock two different files.
+// acquire takes PATH.lock (lockfile: no symlink followed, nothing written
+// into a file it did not create). The file is never removed: removing it
+// could let two writers lock two different files.
 func (db *DB) acquire() error {
-	lp := db.path + ".lock"
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, 0o644)
+	l, err := lockfile.Acquire(db.path+".lock", max(db.timeout, 0), nil)
+	var b *lockfile.Busy
+	if errors.As(err, &b) {
+		return &lockedError{path: db.path, busy: b}
+	}
 	if err != nil {
-		return fmt.Errorf("cache lock: %w", err)
+		return fmt.Errorf("cache %s: %w", db.path, err)
 	}
-	deadline := time.Now().Add(db.timeout)
-	for {
-		busy, err := tryLock(f)
-		if err != nil {
-			f.Close()
-			return fmt.Errorf("cache lock %s: %w", lp, err)
-		}
-		if !busy {
-			break
-		}
-		if !time.Now().Before(deadline) {
-			pid := readPID(f)
-			f.Close()
-			return &lockedError{path: db.path, pid: pid}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	}
-	db.lock = f
+	db.lock = l
 	return nil
-}
-
-func readPID(f *os.File) string {
-	b := make([]byte, 32)
-	n, _ := f.ReadAt(b, 0)
-	pid := strings.TrimSpace(string(b[:n]))
-	if _, err := strconv.Atoi(pid); err != nil {
-		return "unknown"
-	}
-	return pid
 }
 
 func (db *DB) view(fn func(*bolt.Tx) error) error { return db.run(false, fn) }
@@ -239,7 +212,7 @@ func (db *DB) openError(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("cache %s: %w", db.path, ErrNotExist)
-	case errors.Is(err, bolt.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("cache %s: %w: another process held it for more than %v", db.path, ErrLocked, db.timeout)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("cache %s: %w", db.path, err)

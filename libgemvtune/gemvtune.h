@@ -72,7 +72,7 @@ typedef struct gemvtune_params {
 typedef struct gemvtune_choice {
     uint32_t size;
     const char* id;          /* canonical variant ID, or "v1" for stock */
-    const char* source;      /* tuned, nearest, other-model, forced, forced-gate-failed, default, stale, untuned-arch, no-cache, corrupt-cache, disabled */
+    const char* source;      /* tuned, nearest, other-model, forced, forced-gate-failed, default, stale, untuned-arch, no-cache, corrupt-cache, busy-cache, disabled */
     const char* reason;      /* one sentence: why this choice */
     const char* class_name;  /* "exact" (bit-identical to stock) or "tolerance" */
     gemvtune_params params;

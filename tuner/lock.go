@@ -3,82 +3,58 @@ package tuner
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/gemvtune/gemvtune/internal/lockfile"
 )
 
 // ErrGPUBusy is returned (wrapped) when another tuner holds a GPU's lock.
 var ErrGPUBusy = errors.New("GPU is being tuned by another autotune")
 
-// gpuLock is an exclusive flock on a file named after the GPU's UUID: only
-// one tuner measures a GPU at a time. The kernel drops it when the process
-// dies, so a crashed tuner never leaves a GPU locked.
+// gpuLock is the lock of one GPU: only one tuner measures a GPU at a time,
+// whoever runs it and whichever cache it writes. The kernel drops it when
+// the process dies, so a crashed tuner never leaves a GPU locked.
 type gpuLock struct {
-	f *os.File
+	l *lockfile.Lock
 }
 
-// lockDir is where the lock files live; tests may change it.
-var lockDir = func() string {
-	if d, err := os.UserCacheDir(); err == nil {
-		return filepath.Join(d, "gemvtune", "locks")
-	}
-	return filepath.Join(os.TempDir(), "gemvtune-locks")
-}
+// lockDir is the folder of the GPU locks, one per machine
+// (lockfile.MachineDir); tests may change it.
+var lockDir = lockfile.MachineDir
 
 // lockGPU takes the lock of the GPU with uuid. With wait, it waits (calling
 // waiting once with the holder's pid); otherwise it fails at once with
 // ErrGPUBusy naming the holder.
 func lockGPU(uuid string, wait bool, waiting func(pid int)) (*gpuLock, error) {
 	dir := lockDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("GPU lock: %w", err)
+	if dir == "" {
+		return nil, errors.New("GPU lock: no per-machine lock folder (/run/lock, /var/lock or /dev/shm, sticky and writable): cannot keep two tuners off one GPU")
 	}
-	path := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(uuid)+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	path := filepath.Join(dir, "gemvtune-gpu-"+strings.NewReplacer("/", "_", " ", "_").Replace(uuid)+".lock")
+	d := time.Duration(0)
+	if wait {
+		d = 1<<63 - 1
+	}
+	l, err := lockfile.Acquire(path, d, func(b *lockfile.Busy) {
+		if waiting != nil {
+			waiting(b.PID)
+		}
+	})
+	var b *lockfile.Busy
+	if errors.As(err, &b) {
+		return nil, fmt.Errorf("%w: %s is held by %s (%s); pass --wait to queue behind it", ErrGPUBusy, uuid, b.Holder, path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("GPU lock: %w", err)
 	}
-	told := false
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("GPU lock %s: %w", path, err)
-		}
-		pid := holderPID(path)
-		if !wait {
-			f.Close()
-			return nil, fmt.Errorf("%w: %s is locked by pid %d (%s); pass --wait to queue behind it", ErrGPUBusy, uuid, pid, path)
-		}
-		if !told && waiting != nil {
-			waiting(pid)
-			told = true
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	_ = f.Truncate(0)
-	_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
-	return &gpuLock{f: f}, nil
-}
-
-func holderPID(path string) int {
-	b, _ := os.ReadFile(path)
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
+	return &gpuLock{l: l}, nil
 }
 
 func (l *gpuLock) unlock() {
-	if l == nil || l.f == nil {
-		return
+	if l != nil {
+		_ = l.l.Release()
+		l.l = nil
 	}
-	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
-	_ = l.f.Close()
-	l.f = nil
 }

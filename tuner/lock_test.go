@@ -2,8 +2,12 @@ package tuner
 
 import (
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gemvtune/gemvtune/internal/lockfile"
 )
 
 func TestGPULock(t *testing.T) {
@@ -37,5 +41,24 @@ func TestGPULock(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting tuner did not get the lock after release")
+	}
+}
+
+// TestGPULockIsPerMachine: the GPU lock's folder does not depend on the
+// user's cache folder, so two users (or two HOMEs) meet at one lock.
+func TestGPULockIsPerMachine(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	a := lockfile.MachineDir()
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	if b := lockfile.MachineDir(); a != b {
+		t.Errorf("lock folder moved with HOME: %q, %q", a, b)
+	}
+	if a == "" {
+		t.Skip("no per-machine lock folder on this machine")
+	}
+	if strings.Contains(a, os.Getenv("HOME")) {
+		t.Errorf("lock folder %q is under HOME", a)
 	}
 }

@@ -1,0 +1,121 @@
+package lockfile
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSymlinkRefused: a lock path that is a symbolic link is refused and
+// its target is left as it was.
+func TestSymlinkRefused(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.txt")
+	if err := os.WriteFile(victim, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "shared.db.lock")
+	if err := os.Symlink(victim, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Acquire(link, 0, nil); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("Acquire through a symlink: %v", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
+		t.Errorf("the symlink's target changed: %q", b)
+	}
+}
+
+// TestNeverWritesAFileItDidNotCreate: a hard link to another file, or a
+// file with other content, is locked but not written.
+func TestNeverWritesAFileItDidNotCreate(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim.txt")
+	os.WriteFile(victim, []byte("precious\n"), 0o644)
+	hard := filepath.Join(dir, "hard.lock")
+	if err := os.Link(victim, hard); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.lock")
+	os.WriteFile(big, []byte("this is someone's notes, longer than a pid"), 0o644)
+	for _, p := range []string{hard, big} {
+		before, _ := os.ReadFile(p)
+		l, err := Acquire(p, 0, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		l.Release()
+		if after, _ := os.ReadFile(p); string(after) != string(before) {
+			t.Errorf("%s was written: %q", p, after)
+		}
+	}
+	// Our own lock file gets our pid, and again after a shorter pid.
+	own := filepath.Join(dir, "own.lock")
+	os.WriteFile(own, []byte("123456789\n"), 0o644)
+	l, err := Acquire(own, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release()
+	if b, _ := os.ReadFile(own); string(b) != strconv.Itoa(os.Getpid())+"\n" {
+		t.Errorf("own lock file holds %q", b)
+	}
+}
+
+// TestTwoProcesses: a lock held by another process is busy, named as an
+// autotune only when it is one, and free once that process exits.
+func TestTwoProcesses(t *testing.T) {
+	if os.Getenv("LOCKFILE_HOLD") != "" {
+		l, err := Acquire(os.Getenv("LOCKFILE_HOLD"), 0, nil)
+		if err != nil {
+			os.Exit(3)
+		}
+		os.Stdout.WriteString("held\n")
+		time.Sleep(time.Hour)
+		l.Release()
+		return
+	}
+	path := filepath.Join(t.TempDir(), "gpu.lock")
+	cmd := exec.Command(os.Args[0], "-test.run=TestTwoProcesses")
+	cmd.Env = append(os.Environ(), "LOCKFILE_HOLD="+path)
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
+		t.Fatalf("child: %q %v", buf, err)
+	}
+	_, err := Acquire(path, 100*time.Millisecond, nil)
+	var b *Busy
+	if !errors.As(err, &b) || !errors.Is(err, ErrBusy) || b.PID != cmd.Process.Pid {
+		t.Fatalf("second holder: %v", err)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	l, err := Acquire(path, 2*time.Second, nil)
+	if err != nil {
+		t.Fatalf("after the holder died: %v", err)
+	}
+	l.Release()
+}
+
+// TestStalePID: a pid in the file that is not running, or is not an
+// autotune, is named stale.
+func TestStalePID(t *testing.T) {
+	f, _ := os.CreateTemp(t.TempDir(), "x")
+	f.WriteString("999999999\n")
+	if b := holder("x", f); !strings.Contains(b.Holder, "not running: stale") {
+		t.Errorf("dead pid: %s", b.Holder)
+	}
+	f.WriteAt([]byte("1        \n"), 0)
+	if b := holder("x", f); strings.Contains(b.Holder, "another autotune") {
+		t.Errorf("pid 1: %s", b.Holder)
+	}
+	f.Close()
+}
