@@ -42,10 +42,19 @@ func exportMain(args []string, stdout, stderr io.Writer) error {
 	}
 	if *header {
 		var fresh []cache.Record
+		whys := map[string]int{}
 		for _, r := range e.Records {
-			if staleWhy(r) == "" {
-				fresh = append(fresh, r)
+			if why := staleWhy(r); why != "" {
+				whys[why]++
+				continue
 			}
+			fresh = append(fresh, r)
+		}
+		for why, n := range whys {
+			fmt.Fprintf(stderr, "autotune: export --header left out %d stale record(s): %s (autotune re-checks or re-tunes them)\n", n, why)
+		}
+		if len(fresh) == 0 && len(e.Records) > 0 {
+			return fmt.Errorf("export --header: every one of the %d records is stale: nothing to write", len(e.Records))
 		}
 		return cache.WriteCHeader(stdout, fresh)
 	}

@@ -49,6 +49,9 @@ func TestExportImportCommands(t *testing.T) {
 		strings.Contains(h, "q8_0") || !strings.Contains(h, "#define GEMVTUNE_VARIANTS_LEN 1") {
 		t.Errorf("header (sm_90, stale left out):\n%s", h)
 	}
+	if !strings.Contains(errOut.String(), "left out 1 stale record(s): tuned by autotune 0.0.1") {
+		t.Errorf("export --header did not say what it left out: %q", errOut.String())
+	}
 }
 
 func TestImportExportErrors(t *testing.T) {

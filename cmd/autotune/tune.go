@@ -229,13 +229,16 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 	defer store.Close()
 
 	if !f.force {
-		var skipped int
-		jobs, skipped, err = skipFresh(store, f.arch, jobs)
+		var skipped, refreshed int
+		jobs, skipped, refreshed, err = skipFresh(store, f.arch, jobs)
 		if err != nil {
 			return err
 		}
 		if skipped > 0 {
 			fmt.Fprintf(stderr, "autotune: skipping %d (format, shape) already tuned in %s (--force re-tunes them)\n", skipped, store.Path())
+			if refreshed > 0 {
+				fmt.Fprintf(stderr, "autotune: %d of them were tuned with another kernel source that compiles to the same cubins: kept\n", refreshed)
+			}
 		}
 		if len(jobs) == 0 {
 			fmt.Fprintln(stderr, "autotune: nothing left to tune; see autotune show")
@@ -574,10 +577,10 @@ func openStore(path string, wait bool) (*cache.DB, error) {
 // every local GPU model of the arch the run tunes (its own model's records:
 // another model's do not count). It returns the jobs left and how many
 // were dropped.
-func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) ([]tuner.Job, int, error) {
+func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) (left []tuner.Job, skipped, refreshed int, err error) {
 	all, err := localGPUsFn()
 	if err != nil {
-		return jobs, 0, nil // nothing to resume on; the tuner says why it cannot run
+		return jobs, 0, 0, nil // nothing to resume on; the tuner says why it cannot run
 	}
 	var gpus []localGPU
 	for _, g := range all {
@@ -586,15 +589,14 @@ func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) ([]tuner.Job, int, e
 		}
 	}
 	if len(gpus) == 0 {
-		return jobs, 0, nil
+		return jobs, 0, 0, nil
 	}
-	var left []tuner.Job
 	for _, j := range jobs {
 		fresh := true
 		for _, g := range gpus {
-			ok, err := isFresh(db, g, j)
+			ok, err := isFresh(db, g, j, &refreshed)
 			if err != nil {
-				return nil, 0, err
+				return nil, 0, 0, err
 			}
 			fresh = fresh && ok
 		}
@@ -602,12 +604,13 @@ func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) ([]tuner.Job, int, e
 			left = append(left, j)
 		}
 	}
-	return left, len(jobs) - len(left), nil
+	return left, len(jobs) - len(left), refreshed, nil
 }
 
 // isFresh reports whether the cache holds a record for (GPU, job) that is
-// not stale. Missing and unreadable records are not fresh (re-tuned).
-func isFresh(db *cache.DB, g localGPU, j tuner.Job) (bool, error) {
+// not stale, or was kept by refresh (counted in refreshed). Missing and
+// unreadable records are not fresh (re-tuned).
+func isFresh(db *cache.DB, g localGPU, j tuner.Job, refreshed *int) (bool, error) {
 	rec, err := db.Get(cache.Key{Arch: g.arch, Model: g.model, Format: j.Format, Rows: j.Rows, Cols: j.Cols})
 	switch {
 	case errors.Is(err, cache.ErrNotFound), errors.Is(err, cache.ErrBadRecord):
@@ -619,8 +622,48 @@ func isFresh(db *cache.DB, g localGPU, j tuner.Job) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	stale, _ := rec.Stale(fam.SourceHash(), cache.ToolVersion)
-	return !stale, nil
+	if stale, _ := rec.Stale(fam.SourceHash(), cache.ToolVersion); !stale {
+		return true, nil
+	}
+	if refresh(db, rec, fam.SourceHash()) {
+		*refreshed++
+		return true, nil
+	}
+	return false, nil
+}
+
+// sameCubinFn is tuner.SameCubin; tests replace it.
+var sameCubinFn = tuner.SameCubin
+
+// refresh keeps a record that is stale only by its source hash when this
+// build's source compiles, with the record's NVRTC, to the very cubins it
+// holds (winner and exact alternative): the record then names the current
+// hash and is not re-tuned. It reports whether it did.
+func refresh(db *cache.DB, rec cache.Record, hash string) bool {
+	if rec.Schema != cache.SchemaVersion || rec.ToolVersion != cache.ToolVersion || rec.CubinHash == "" && !rec.Params.IsStock() {
+		return false
+	}
+	var cubins [2][]byte
+	check := func(i int, p space.Params, h string) bool {
+		if h == "" {
+			return p.IsStock() // stock has no stored cubin and nothing to compare
+		}
+		same, err := sameCubinFn(rec.Arch, rec.NVRTC, rec.Format, p, h)
+		if err != nil || !same {
+			return false
+		}
+		c, err := db.Cubin(h)
+		cubins[i] = c
+		return err == nil
+	}
+	if !check(0, rec.Params, rec.CubinHash) {
+		return false
+	}
+	if x := rec.Exact; x != nil && !x.Kept && !check(1, x.Params, x.CubinHash) {
+		return false
+	}
+	rec.SourceHash = hash
+	return db.Put(rec, cubins[0], cubins[1]) == nil
 }
 
 // putDecision stores one finished decision and its cubin.

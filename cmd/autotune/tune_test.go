@@ -587,3 +587,56 @@ func TestSortDecisions(t *testing.T) {
 		t.Errorf("order %v, want %s", got, want)
 	}
 }
+
+// TestStaleRecordKeptWhenCubinsMatch: a record stale only by its source
+// hash is kept (and names the current hash) when its kernel compiles to
+// the same cubin, and re-tuned when it does not.
+func TestStaleRecordKeptWhenCubinsMatch(t *testing.T) {
+	for _, same := range []bool{true, false} {
+		db := filepath.Join(t.TempDir(), "tune.db")
+		args := []string{"--arch", "sm_90", "--shapes", "4096x4096", "--formats", "q4_0", "--cache", db}
+		swap(t, &runFn, (&fakeRun{}).run)
+		swap(t, &localGPUsFn, fakeGPUs)
+		var out, errw bytes.Buffer
+		if err := tuneMain(context.Background(), args, &out, &errw); err != nil {
+			t.Fatal(err)
+		}
+		c, err := cache.Open(db, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := c.Get(cache.Key{Arch: "sm_90", Format: "q4_0", Rows: 4096, Cols: 4096})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cubin, _ := c.Cubin(rec.CubinHash)
+		current := rec.SourceHash
+		rec.SourceHash = "0000older0000000"
+		if err := c.Put(rec, cubin); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		var checked int
+		swap(t, &sameCubinFn, func(arch, nvrtc, format string, p space.Params, hash string) (bool, error) {
+			checked++
+			return same && hash == rec.CubinHash && nvrtc == rec.NVRTC, nil
+		})
+		fake := &fakeRun{}
+		swap(t, &runFn, fake.run)
+		errw.Reset()
+		if err := tuneMain(context.Background(), args, &out, &errw); err != nil {
+			t.Fatal(err)
+		}
+		if checked != 1 || (len(fake.jobs) == 0) != same {
+			t.Errorf("same=%v: %d checks, re-tuned %v", same, checked, jobNames(fake.jobs))
+		}
+		if same && !strings.Contains(errw.String(), "compiles to the same cubins: kept") {
+			t.Errorf("same cubins: stderr %q", errw.String())
+		}
+		r, _ := cache.Open(db, &cache.Options{ReadOnly: true})
+		got, _ := r.Get(cache.Key{Arch: "sm_90", Format: "q4_0", Rows: 4096, Cols: 4096})
+		if got.SourceHash != current {
+			t.Errorf("same=%v: source hash %s, want the current %s", same, got.SourceHash, current)
+		}
+	}
+}
