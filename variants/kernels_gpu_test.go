@@ -398,3 +398,70 @@ func (s *cubinSource) build(f variants.Family, ps []space.Params) ([]built, erro
 	}
 	return out, nil
 }
+
+// ciArchs are the archs CI compiles for with the NVRTC it installs (no GPU
+// needed): every arch a user may tune that this machine cannot run.
+var ciArchs = []string{"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"}
+
+// TestCompileEveryArch compiles, for each of ciArchs and every family, a
+// sample of the variants the space allows on that arch: stock, the int8
+// base, and for every staging the arch and the compiler can build, one
+// variant per layout. What the arch lacks (s=2 below sm_80, s=3 below
+// sm_90) is excluded by the space with its reason; what the compiler
+// cannot build (s=3 before NVRTC 12.0) is left out and counted.
+func TestCompileEveryArch(t *testing.T) {
+	libs, err := gpu.FindNVRTC()
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI installs an NVRTC: %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	for _, archName := range ciArchs {
+		arch, _ := gpu.ParseArch(archName)
+		n, err := gpu.ChooseNVRTC(libs, arch)
+		if err != nil {
+			t.Errorf("%s: %v", archName, err)
+			continue
+		}
+		lim, err := space.LimitsFor(archName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sa, _ := space.ParseArch(archName)
+		for _, f := range variants.Families() {
+			t.Run(archName+"/"+f.Format().Name(), func(t *testing.T) {
+				all := spaceFor(f, lim)
+				ps := archSample(f, all)
+				for _, p := range all {
+					if err := space.ArchAllows(sa, p); err != nil {
+						t.Fatalf("the space offers %s on %s: %v", p.ID(), archName, err)
+					}
+				}
+				ps = compilable(t, n, ps)
+				if _, err := compileAll(n, arch, f, ps); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%d variants compiled with %s", len(ps), n)
+			})
+		}
+	}
+}
+
+// archSample picks from all (one arch's space of f): stock, the int8 base
+// where f has a=1, and the first variant of each (staging, layout, a).
+func archSample(f variants.Family, all []space.Params) []space.Params {
+	type kind struct{ s, l, a int }
+	seen := map[kind]bool{}
+	out := []space.Params{space.Stock}
+	if slices.Contains(f.Activations(), 1) {
+		out = append(out, int8Base)
+	}
+	for _, p := range all {
+		if k := (kind{p.S, p.L, p.A}); !seen[k] && p != space.Stock && p != int8Base {
+			seen[k] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
