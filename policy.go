@@ -163,7 +163,7 @@ type cubinSlot struct {
 	data []byte
 }
 
-// Open reads the environment (design.md §7) and the cache's summaries, then
+// Open reads the environment (docs/design.md §7) and the cache's summaries, then
 // closes the file. An invalid environment value is an error naming the
 // variable and the accepted values. With GEMV_TUNE_DISABLE=1 the cache is
 // not read.

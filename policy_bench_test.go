@@ -53,7 +53,7 @@ func bigCacheWith(b *testing.B, n int, alts bool) string {
 	return path
 }
 
-// BenchmarkOpen10kAnd100Lookups is design.md's start-up target: Open of a
+// BenchmarkOpen10kAnd100Lookups is docs/design.md's start-up target: Open of a
 // 10 000-record cache plus 100 lookups ≤ 5 ms.
 func BenchmarkOpen10kAnd100Lookups(b *testing.B) {
 	benchOpenAnd100Lookups(b, bigCache(b, 10000), nil)

@@ -10,7 +10,7 @@ import (
 	"github.com/gemvtune/gemvtune/variants"
 )
 
-// Environment variables read by Open (design.md §7).
+// Environment variables read by Open (docs/design.md §7).
 const (
 	EnvForceVariant = "GEMV_FORCE_VARIANT" // "v1" or a variant ID; + "_Q4_0" etc. for one format
 	EnvTuneCache    = "GEMV_TUNE_CACHE"    // cache file

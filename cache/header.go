@@ -17,7 +17,7 @@ import (
 func WriteCHeader(w io.Writer, recs []Record) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, `/* Tuned GEMV variants, written by "autotune export --header" (gemvtune %s).
- * Do not edit; regenerate from the cache. Knobs as in design.md: r rows per
+ * Do not edit; regenerate from the cache. Knobs as in docs/design.md: r rows per
  * warp, f launch-bounds floor, u unroll, s smem staging, w warps per block,
  * g row groups per block, 0 = 1: grid = ceil(ceil(rows/(r*w)) / max(g,1))
  * (g was chosen for this row's rows: at other rows keep that grid size,

@@ -15,7 +15,7 @@ var ErrBadShape = errors.New("invalid shape")
 const MaxDim = math.MaxInt32
 
 // Shape is the shape of a weight matrix W: Rows outputs by Cols inputs
-// (design.md §3). It is written "ROWSxCOLS", e.g. "4096x14336".
+// (docs/design.md §3). It is written "ROWSxCOLS", e.g. "4096x14336".
 type Shape struct {
 	Rows int
 	Cols int

@@ -265,7 +265,7 @@ func measurePDL(s *session, d *Decision, every bool) {
 // pruneUnboundFloors drops variants whose launch-bounds floor did not bind:
 // same knobs but f, same register count as a variant with a lower floor,
 // hence the same occupancy and, in practice, the same code. The floor
-// matters only through the registers it forces (design.md §2: the V100
+// matters only through the registers it forces (docs/design.md §2: the V100
 // curve tracks resident blocks), so measuring both would spend time on
 // noise. Stock (f=0) is never dropped.
 func pruneUnboundFloors(cands []Candidate) {

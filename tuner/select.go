@@ -18,7 +18,7 @@ type Rule struct {
 	Alpha   float64
 }
 
-// DefaultRule is design.md §5's rule: α = 0.05 and a 2 % minimum gain.
+// DefaultRule is docs/design.md §5's rule: α = 0.05 and a 2 % minimum gain.
 var DefaultRule = Rule{MinGain: 0.02, Alpha: 0.05}
 
 func (r Rule) withDefaults() Rule {

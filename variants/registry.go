@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// FormatNames lists the formats in the order of design.md §3.
+// FormatNames lists the formats in the order of docs/design.md §3.
 var FormatNames = []string{"q4_0", "q8_0", "q4_K", "affine4", "bf16"}
 
 var (

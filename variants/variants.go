@@ -42,7 +42,7 @@ var (
 	ErrUnknownFormat = errors.New("unknown format")
 )
 
-// Format is the Go side of one weight format (design.md §3). W is
+// Format is the Go side of one weight format (docs/design.md §3). W is
 // [rows, cols] row-major by blocks.
 type Format interface {
 	// Name is the format's name: "q4_0", "q8_0", "q4_K", "affine4", "bf16".

@@ -13,7 +13,7 @@ import (
 )
 
 // ggmlFormats maps the GGML tensor types we have kernels for to our format
-// names (design.md §3). Every other type is reported as not tuned.
+// names (docs/design.md §3). Every other type is reported as not tuned.
 var ggmlFormats = map[gguf.GGMLType]string{
 	gguf.GGMLTypeQ4_0: "q4_0",
 	gguf.GGMLTypeQ8_0: "q8_0",

@@ -248,7 +248,7 @@ func buildView(e reportEntry) reportView {
 	return v
 }
 
-// formatRank orders formats as design.md §3 does; unknown ones last.
+// formatRank orders formats as docs/design.md §3 does; unknown ones last.
 func formatRank(f string) int {
 	for i, n := range []string{"q4_0", "q8_0", "q4_K", "affine4", "bf16"} {
 		if n == f {
