@@ -72,15 +72,6 @@ func variantsFor(f variants.Family, lim space.Limits) []space.Params {
 // a=1 variants of a family must be bit-identical to it.
 var int8Base = space.Params{R: 1, F: 0, U: 1, S: 1, W: 8, A: 1}
 
-// baseOf is the variant p must be bit-identical to: stock for a=0, int8Base
-// for a=1.
-func baseOf(p space.Params) space.Params {
-	if p.A == 1 {
-		return int8Base
-	}
-	return space.Stock
-}
-
 // sampleFor is a subset of spaceFor: stock and, for families with int8
 // activations, int8Base; every one-knob deviation from each; a few corner
 // combinations (every layout and activation path) and (without -short)

@@ -24,7 +24,7 @@ const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--formats q4_0,..
        autotune bench --variants ID,... [--arch ...] [--formats ...] [--shapes ...]
 
 Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
-and prints µs, GB/s and %% of the read ceiling measured in the same run. The
+and prints µs, GB/s and % of the read ceiling measured in the same run. The
 best variant is the cache's tuned winner when there is one (it is re-measured
 against stock); otherwise the whole space is tuned now, without recording.
 With --variants, exactly those variants (each format takes the ones it has)
@@ -35,7 +35,7 @@ Defaults: all formats, shapes 28672x8192 and 4096x14336.
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, benchUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
 	arch := fs.String("arch", "auto", "compute capability sm_XY, or auto")
 	formats := fs.String("formats", strings.Join(allFormats(), ","), "formats, comma-separated")
 	fs.StringVar(formats, "format", *formats, "the same as --formats")

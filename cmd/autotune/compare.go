@@ -21,15 +21,15 @@ func init() {
 const compareUsage = `usage: autotune compare A.json[.gz] B.json[.gz]
 
 Compares two runs' decisions (the output of autotune --json) per (arch,
-format, shape). For each it prints both winners with their medians and 95 %%
+format, shape). For each it prints both winners with their medians and 95 %
 intervals, and how B's winner measured inside run A, where every candidate
 was timed: "same" (one winner), "equivalent" (the medians differ by less
-than the runs' spread), or the gap in %%. Use it to check that two runs
+than the runs' spread), or the gap in %. Use it to check that two runs
 agree, or how far a budgeted run (--budget, B) lands from an exhaustive one
 (A).
 
 Runs on two machines differ by the machines too (on the H200 device the
-read ceiling of a run ranged over 6 %%), so two more columns give B's
+read ceiling of a run ranged over 6 %), so two more columns give B's
 winner against A's with each time scaled by its own run's yardstick:
 PER CEILING (µs × ceiling GB/s: bytes at the ceiling's rate) and PER READ
 (µs / the same-bytes read µs, when both runs measured it). When a format's
@@ -40,7 +40,7 @@ winner in A" is then that ID timed with A's kernels.
 func compareMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintf(stderr, compareUsage) }
+	fs.Usage = func() { fmt.Fprint(stderr, compareUsage) }
 	if help, err := parseArgs(fs, args, 2); help || err != nil {
 		return err
 	}

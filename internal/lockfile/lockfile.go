@@ -70,8 +70,14 @@ func Acquire(path string, wait time.Duration, waiting func(*Busy)) (*Lock, error
 	}
 	if writable {
 		pid := []byte(strconv.Itoa(os.Getpid()) + "\n")
-		if _, err := f.WriteAt(pid, 0); err == nil {
-			_ = f.Truncate(int64(len(pid)))
+		_, err := f.WriteAt(pid, 0)
+		if err == nil {
+			err = f.Truncate(int64(len(pid)))
+		}
+		if err != nil {
+			l := &Lock{f: f}
+			_ = l.Release()
+			return nil, fmt.Errorf("lock %s: writing this process's pid: %w", path, err)
 		}
 	}
 	return &Lock{f: f}, nil
