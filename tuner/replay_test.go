@@ -34,13 +34,13 @@ func (r *sampleReplay) measure(ids []string, rounds int) (map[string][]float64, 
 }
 
 // TestBudgetedReplay replays the exhaustive llama-3-8b run measured on the
-// H200 (docs/data/run5.json.gz, see docs/results.md) through successive
+// H200 (tuner/testdata/run5.json.gz, a first-session run, docs/data.md) through successive
 // halving at several budgets, and reports how far its pick lands from the
 // exhaustive optimum, in the exhaustive run's own medians. It asserts only
 // what must hold whatever the budget: the pick is a measured candidate, and
 // the spend stays near the budget; the figures are printed with -v.
 func TestBudgetedReplay(t *testing.T) {
-	f, err := os.Open("../docs/data/run5.json.gz")
+	f, err := os.Open("testdata/run5.json.gz")
 	if err != nil {
 		t.Skipf("skipping: no recorded run (%v)", err)
 	}
