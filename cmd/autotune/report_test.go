@@ -203,7 +203,7 @@ func TestPlotCeiling(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := fakeDecision("sm_90", tuner.Job{Format: "q4_0", Rows: 1024, Cols: 4096}, 5)
-			e := entryFromRecord(recordFromDecision(d))
+			e := entryFromRecord(d.Record())
 			e.CeilingGBs = 4400
 			scale := tt.best / e.Winner.GBs
 			for i := range e.Candidates {

@@ -467,7 +467,7 @@ func TestRecordFromDecision(t *testing.T) {
 	}
 	defer db.Close()
 	for _, dec := range []tuner.Decision{d, kept} {
-		r := recordFromDecision(dec)
+		r := dec.Record()
 		if err := db.Put(r, dec.Cubin); err != nil {
 			t.Fatalf("%s: Put: %v", dec.Shape(), err)
 		}
@@ -482,11 +482,11 @@ func TestRecordFromDecision(t *testing.T) {
 			t.Errorf("clock notes %q", got.ClockNotes)
 		}
 	}
-	r := recordFromDecision(d)
+	r := d.Record()
 	if r.WinnerID != "r2f3u1s0w8" || r.MedianUS != d.Winner.MedianUS || r.StockGBs != d.Stock.GBs || r.Samples != 3 || r.CeilingGBs != d.CeilingGBs {
 		t.Errorf("winner fields: %+v", r)
 	}
-	k := recordFromDecision(kept)
+	k := kept.Record()
 	if k.WinnerID != "r1f0u1s0w8" || k.Params != space.Stock || k.Class != "exact" {
 		t.Errorf("kept stock: %s %v %s", k.WinnerID, k.Params, k.Class)
 	}
