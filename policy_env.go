@@ -21,20 +21,6 @@ const (
 	EnvRequireSameModel = "GEMV_REQUIRE_SAME_MODEL"
 )
 
-// knobEnv maps each knob override variable to the knob's letter in
-// space.Knobs (by letter, not position: knobs such as g are inserted
-// between others). Knobs g, l and a have no override variable.
-var knobEnv = []struct {
-	name   string
-	letter string
-}{
-	{"GEMV_ROWS_PER_WARP", "r"},
-	{"GEMV_MIN_BLOCKS", "f"},
-	{"GEMV_UNROLL", "u"},
-	{"GEMV_SMEM_STAGING", "s"},
-	{"GEMV_WARPS", "w"},
-}
-
 // forcing is a variant forced by one variable.
 type forcing struct {
 	params space.Params
@@ -43,9 +29,9 @@ type forcing struct {
 
 // override sets one knob on top of a choice.
 type override struct {
-	letter string // of the knob in space.Knobs
-	value  int
-	env    string // e.g. GEMV_UNROLL=4
+	knob  space.Knob // of space.Knobs, the one with this Env
+	value int
+	env   string // e.g. GEMV_UNROLL=4
 }
 
 // settings is the environment as read once at Open.
@@ -107,21 +93,20 @@ func readRest(lookup func(string) (string, bool)) (settings, error) {
 		}
 	}
 	var texts []string
-	for _, ke := range knobEnv {
-		v, ok := lookup(ke.name)
+	for _, k := range space.Knobs {
+		if k.Env == "" {
+			continue
+		}
+		v, ok := lookup(k.Env)
 		if !ok || v == "" {
 			continue
 		}
-		k, ok := knobByLetter(ke.letter)
-		if !ok {
-			return s, fmt.Errorf("%s: knob %s is unknown to this build", ke.name, ke.letter)
-		}
 		n, err := strconv.Atoi(v)
-		if err != nil || !containsInt(k.Values, n) || strconv.Itoa(n) != v {
-			return s, fmt.Errorf("%s=%q: accepted %s", ke.name, v, joinInts(k.Values))
+		if err != nil || !slices.Contains(k.Values, n) || strconv.Itoa(n) != v {
+			return s, fmt.Errorf("%s=%q: accepted %s", k.Env, v, joinInts(k.Values))
 		}
-		s.overrides = append(s.overrides, override{letter: ke.letter, value: n, env: ke.name + "=" + v})
-		texts = append(texts, ke.name+"="+v)
+		s.overrides = append(s.overrides, override{knob: k, value: n, env: k.Env + "=" + v})
+		texts = append(texts, k.Env+"="+v)
 	}
 	s.overrideText = strings.Join(texts, ", ")
 	return s, nil
@@ -165,39 +150,9 @@ func (s *settings) forced(format string) *forcing {
 // apply returns p with the knob overrides set.
 func (s *settings) apply(p space.Params) space.Params {
 	for _, o := range s.overrides {
-		switch o.letter {
-		case "r":
-			p.R = o.value
-		case "f":
-			p.F = o.value
-		case "u":
-			p.U = o.value
-		case "s":
-			p.S = o.value
-		case "w":
-			p.W = o.value
-		}
+		p = o.knob.With(p, o.value)
 	}
 	return p
-}
-
-// knobByLetter returns the knob of space.Knobs with that letter.
-func knobByLetter(letter string) (space.Knob, bool) {
-	for _, k := range space.Knobs {
-		if k.Letter == letter {
-			return k, true
-		}
-	}
-	return space.Knob{}, false
-}
-
-func containsInt(vs []int, v int) bool {
-	for _, x := range vs {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 func joinInts(vs []int) string {
@@ -218,8 +173,10 @@ func knownVariables() []string {
 	for _, f := range variants.FormatNames {
 		names = append(names, ForceVariantEnv(f))
 	}
-	for _, ke := range knobEnv {
-		names = append(names, ke.name)
+	for _, k := range space.Knobs {
+		if k.Env != "" {
+			names = append(names, k.Env)
+		}
 	}
 	return names
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/gemvtune/gemvtune/space"
@@ -39,16 +40,16 @@ typedef struct gemvtune_variant {
 	const char *gpu_model; /* "h200": the GPU name normalised (docs/cache.md) */
 	const char *format;    /* "q4_0" */
 	int rows, cols;
-	int r, f, u, s, w, g, l, a;
+	int %s;
 	int exact;
 	int has_exact_alt;
-	int xr, xf, xu, xs, xw, xg, xl, xa;
+	int %s;
 } gemvtune_variant;
 
 #define GEMVTUNE_VARIANTS_LEN %d
 
 static const gemvtune_variant gemvtune_variants[GEMVTUNE_VARIANTS_LEN + 1] = {
-`, ToolVersion, len(recs))
+`, ToolVersion, knobColumns(""), knobColumns("x"), len(recs))
 	for _, r := range recs {
 		p := r.Params
 		exact := 0
@@ -60,12 +61,30 @@ static const gemvtune_variant gemvtune_variants[GEMVTUNE_VARIANTS_LEN + 1] = {
 			alt, x = 1, r.Exact.Params
 			note = "; exact: " + r.Exact.WinnerID + ": " + r.Exact.Decision
 		}
-		fmt.Fprintf(bw, "\t{%q, %q, %q, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d, %d}, /* %s */\n",
-			r.Arch, r.Model, r.Format, r.Rows, r.Cols, p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A, exact,
-			alt, x.R, x.F, x.U, x.S, x.W, x.G, x.L, x.A, comment(r.Decision+note))
+		fmt.Fprintf(bw, "\t{%q, %q, %q, %d, %d, %s, %d, %d, %s}, /* %s */\n", r.Arch, r.Model, r.Format, r.Rows, r.Cols,
+			knobValues(p), exact, alt, knobValues(x), comment(r.Decision+note))
 	}
-	fmt.Fprint(bw, "\t{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},\n};\n\n#endif /* GEMVTUNE_TUNED_H */\n")
+	zeros := strings.TrimSuffix(strings.Repeat("0, ", 7+2*len(space.Knobs)), ", ")
+	fmt.Fprintf(bw, "\t{%s},\n};\n\n#endif /* GEMVTUNE_TUNED_H */\n", zeros)
 	return bw.Flush()
+}
+
+// knobColumns names the knob columns (space.Knobs' letters) with prefix.
+func knobColumns(prefix string) string {
+	names := make([]string, len(space.Knobs))
+	for i, k := range space.Knobs {
+		names[i] = prefix + k.Letter
+	}
+	return strings.Join(names, ", ")
+}
+
+// knobValues writes p's knob values in column order.
+func knobValues(p space.Params) string {
+	vs := make([]string, len(space.Knobs))
+	for i, k := range space.Knobs {
+		vs[i] = strconv.Itoa(k.Of(p))
+	}
+	return strings.Join(vs, ", ")
 }
 
 // comment makes s safe inside a C block comment on one line.

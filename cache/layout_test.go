@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -391,5 +392,18 @@ func TestImportRules(t *testing.T) {
 	}
 	if r, err := db.Get(Key{Arch: "sm_90", Model: "h20", Format: "q4_0", Rows: 1024, Cols: 4096}); err != nil || r.Schema != SchemaVersion {
 		t.Errorf("upgraded record: %+v, %v", r.Key, err)
+	}
+}
+
+// TestIndexHoldsEveryKnob: the index has one byte per knob of space.Knobs;
+// a new knob must come with a new record layout and FileVersion.
+func TestIndexHoldsEveryKnob(t *testing.T) {
+	if len(space.Knobs) != knobBytes {
+		t.Fatalf("space.Knobs has %d knobs, the index record room for %d: move the offsets after rParams and bump FileVersion", len(space.Knobs), knobBytes)
+	}
+	for _, k := range space.Knobs {
+		if slices.Max(k.Values) > 255 {
+			t.Errorf("knob %s takes %d, more than its byte holds", k.Letter, slices.Max(k.Values))
+		}
 	}
 }

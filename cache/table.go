@@ -227,9 +227,14 @@ func (t *Table) Summary(i int) Summary {
 	return s
 }
 
+// paramsOf reads the knob bytes of a record (one per knob, space.Knobs
+// order).
 func paramsOf(b []byte) space.Params {
-	return space.Params{R: int(b[0]), F: int(b[1]), U: int(b[2]), S: int(b[3]), W: int(b[4]), G: int(b[5]),
-		L: int(b[6]), A: int(b[7])}
+	var p space.Params
+	for i, k := range space.Knobs {
+		p = k.With(p, int(b[i]))
+	}
+	return p
 }
 
 // Cubin returns where the cubin with this sha256 hex hash lay in the file
@@ -329,10 +334,14 @@ func encodeTable(sums []Summary) []byte {
 }
 
 func putParams(b []byte, p space.Params) {
-	for i, v := range [...]int{p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A} {
-		b[i] = byte(v)
+	for i, k := range space.Knobs {
+		b[i] = byte(k.Of(p))
 	}
 }
+
+// knobBytes is the room a record of the index has for knobs, one byte
+// each: a new knob changes the record (and so FileVersion).
+const knobBytes = rFlags - rParams
 
 // errIndex is a damaged or foreign index value.
 var errIndex = errors.New("index unreadable")

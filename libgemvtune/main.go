@@ -379,9 +379,11 @@ func (p *policy) fill(out *C.gemvtune_choice, format string, ch gemvtune.Choice)
 	out.source = p.cstr(ch.Source)
 	out.reason = p.cstr(ch.Reason)
 	out.class_name = p.cstr(ch.Class)
-	q := ch.Params
-	out.params = C.gemvtune_params{r: C.int32_t(q.R), f: C.int32_t(q.F), u: C.int32_t(q.U), s: C.int32_t(q.S),
-		w: C.int32_t(q.W), g: C.int32_t(q.G), l: C.int32_t(q.L), a: C.int32_t(q.A)}
+	// gemvtune_params holds the knobs in space.Knobs order (TestKnobLists).
+	knobs := unsafe.Slice((*C.int32_t)(unsafe.Pointer(&out.params)), unsafe.Sizeof(out.params)/unsafe.Sizeof(C.int32_t(0)))
+	for i, k := range space.Knobs {
+		knobs[i] = C.int32_t(k.Of(ch.Params))
+	}
 	out.layout = C.int32_t(ch.Layout)
 	out.layout_name = p.cstr(variants.LayoutDescription(format, ch.Layout))
 	out.cubin = p.cubin(ch.Cubin)
@@ -634,3 +636,6 @@ func gemvtune_reference(format C.gt_cstr, raw C.gt_cbytes, rawLen C.size_t, x C.
 	copy(unsafe.Slice((*float64)(unsafe.Pointer(y)), r), ref)
 	return
 }
+
+// paramsOfC is a zero gemvtune_params, for the tests' size check.
+func paramsOfC() C.gemvtune_params { return C.gemvtune_params{} }

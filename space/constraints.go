@@ -110,64 +110,56 @@ func kb(n int) string {
 	return fmt.Sprintf("%.1f KB", float64(n)/KiB)
 }
 
-// knobValues returns the value set of the knob with letter l.
-func knobValues(letter string) []int {
-	for _, k := range Knobs {
-		if k.Letter == letter {
-			return k.Values
-		}
+// FamilyKnobs gives, by knob letter, the values a family offers of the
+// knobs Enumerate takes from the family (Knob.Enumerated == EnumFamily); a
+// missing letter means {0}, except s: {0, 1} (every family stages x).
+type FamilyKnobs map[string][]int
+
+func (fk FamilyKnobs) values(k Knob) []int {
+	switch {
+	case len(fk[k.Letter]) > 0:
+		return fk[k.Letter]
+	case k.Letter == "s":
+		return []int{0, 1}
 	}
-	return nil
+	return []int{0}
 }
 
-// FamilyKnobs lists the values of the family knobs a family offers; an
-// empty list means {0}.
-type FamilyKnobs struct {
-	Layouts     []int // knob l
-	Activations []int // knob a
-	// Stagings are the values of knob s the family implements; nil means
-	// 0 and 1 (s=2, weights through a shared-memory ring, is per family).
-	Stagings []int
-}
-
-// Enumerate walks every combination of the common knob values (space.Knobs)
-// with the family's knob values, and splits them into those Check accepts
-// and those it excludes (with the reason). smemFor gives a variant's dynamic
-// shared memory per block for the shape being planned; nil means none.
+// Enumerate walks every combination of the knobs' values (Knobs, by their
+// Enumerated source) in ID order, and splits them into those Check accepts
+// and those it excludes (with the reason). smemFor gives a variant's
+// dynamic shared memory per block for the shape being planned; nil means
+// none.
 func Enumerate(lim Limits, fk FamilyKnobs, smemFor func(Params) int) (ok []Params, excluded []Exclusion) {
-	layouts, acts, stagings := fk.Layouts, fk.Activations, fk.Stagings
-	if len(stagings) == 0 {
-		stagings = []int{0, 1}
-	}
-	if len(layouts) == 0 {
-		layouts = []int{0}
-	}
-	if len(acts) == 0 {
-		acts = []int{0}
-	}
-	for _, r := range knobValues("r") {
-		for _, f := range knobValues("f") {
-			for _, u := range knobValues("u") {
-				for _, s := range stagings {
-					for _, w := range knobValues("w") {
-						for _, l := range layouts {
-							for _, a := range acts {
-								p := Params{R: r, F: f, U: u, S: s, W: w, L: l, A: a}
-								smem := 0
-								if smemFor != nil {
-									smem = smemFor(p)
-								}
-								if reason := exclusionReason(p, lim, smem); reason != "" {
-									excluded = append(excluded, Exclusion{Params: p, Reason: reason})
-								} else {
-									ok = append(ok, p)
-								}
-							}
-						}
-					}
-				}
-			}
+	sets := make([][]int, len(Knobs))
+	for i, k := range Knobs {
+		switch k.Enumerated {
+		case EnumAll:
+			sets[i] = k.Values
+		case EnumFamily:
+			sets[i] = fk.values(k)
+		default:
+			sets[i] = []int{0}
 		}
 	}
+	var walk func(i int, p Params)
+	walk = func(i int, p Params) {
+		if i == len(Knobs) {
+			smem := 0
+			if smemFor != nil {
+				smem = smemFor(p)
+			}
+			if reason := exclusionReason(p, lim, smem); reason != "" {
+				excluded = append(excluded, Exclusion{Params: p, Reason: reason})
+			} else {
+				ok = append(ok, p)
+			}
+			return
+		}
+		for _, v := range sets[i] {
+			walk(i+1, Knobs[i].With(p, v))
+		}
+	}
+	walk(0, Params{})
 	return ok, excluded
 }

@@ -125,7 +125,7 @@ func TestEnumerateCoversSpace(t *testing.T) {
 		}
 		return 0
 	}
-	ok, ex := space.Enumerate(lim, space.FamilyKnobs{Layouts: []int{0, 1, 2}, Activations: []int{0, 1}, Stagings: []int{0, 1, 2, 3}}, smem)
+	ok, ex := space.Enumerate(lim, space.FamilyKnobs{"l": {0, 1, 2}, "a": {0, 1}, "s": {0, 1, 2, 3}}, smem)
 	want := 1
 	for _, k := range space.Knobs {
 		if k.Letter != "g" { // the tuner derives g per shape; Enumerate leaves it 0

@@ -36,27 +36,122 @@ var Stock = Params{R: 1, F: 0, U: 1, S: 0, W: 8}
 // StockAlias is the name engines use for Stock (e.g. GEMV_FORCE_VARIANT=v1).
 const StockAlias = "v1"
 
-// Knob describes one tuning knob: its letter in IDs, its name, and the values
-// the explorer starts from.
+// Knob describes one tuning knob: everything any list of knobs in the
+// module is derived from (IDs, validation, enumeration, the kernel's
+// #defines, the override variables, the cache's encodings, the C header).
+// A new knob is one entry here, its field in Params, and its kernel code.
 type Knob struct {
-	Letter string
-	Name   string
-	Values []int
+	Letter string // in IDs, e.g. "r"
+	Name   string // in words, e.g. "rows per warp"
+	Values []int  // the values it may take
+	// Optional knobs are omitted from IDs at 0 (g, l, a).
+	Optional bool
+	// Define is the #define that carries the knob into the kernel source
+	// ("GEMV_R"); "" for a knob that only sets the launch (g).
+	Define string
+	// Env is the environment variable that overrides the knob on top of an
+	// engine's choice ("GEMV_ROWS_PER_WARP"); "" for none.
+	Env string
+	// Enumerated is where the explorer takes its values: EnumAll (Values),
+	// EnumFamily (the family's own list: FamilyKnobs) or EnumFixed (0
+	// only; the tuner chooses it per shape, as g from occupancy).
+	Enumerated Enum
+
+	field int // which field of Params (Params.field)
 }
 
-// Knobs lists the common knobs in ID order, then the launch knob g, then
-// the family knobs l and a. The last three are optional in IDs (omitted at
-// 0). Knob g's values are not enumerated by the explorer: the tuner derives
-// them per shape from occupancy (docs/tuner.md).
+// Enum says where Enumerate takes a knob's values.
+type Enum int
+
+// Enumerate's sources of a knob's values.
+const (
+	EnumAll    Enum = iota // every value of Knob.Values
+	EnumFamily             // the family's (FamilyKnobs, by letter)
+	EnumFixed              // 0: set per shape by the tuner
+)
+
+// Knobs lists every knob in ID order: the common ones, then the launch
+// knob g, then the family knobs l and a.
 var Knobs = []Knob{
-	{"r", "rows per warp", []int{1, 2, 3, 4, 6, 8}},
-	{"f", "launch-bounds floor", []int{0, 1, 2, 3, 4, 6, 8}},
-	{"u", "unroll depth", []int{1, 2, 4, 8}},
-	{"s", "smem staging", []int{0, 1, 2, 3}},
-	{"w", "warps per block", []int{2, 4, 8, 16}},
-	{"g", "row groups per block", rowGroupValues()},
-	{"l", "layout", []int{0, 1, 2}},
-	{"a", "activation path", []int{0, 1}},
+	{Letter: "r", Name: "rows per warp", Values: []int{1, 2, 3, 4, 6, 8}, Define: "GEMV_R", Env: "GEMV_ROWS_PER_WARP",
+		field: 0},
+	{Letter: "f", Name: "launch-bounds floor", Values: []int{0, 1, 2, 3, 4, 6, 8}, Define: "GEMV_F", Env: "GEMV_MIN_BLOCKS",
+		field: 1},
+	{Letter: "u", Name: "unroll depth", Values: []int{1, 2, 4, 8}, Define: "GEMV_U", Env: "GEMV_UNROLL",
+		field: 2},
+	{Letter: "s", Name: "smem staging", Values: []int{0, 1, 2, 3}, Define: "GEMV_S", Env: "GEMV_SMEM_STAGING",
+		Enumerated: EnumFamily, field: 3},
+	{Letter: "w", Name: "warps per block", Values: []int{2, 4, 8, 16}, Define: "GEMV_W", Env: "GEMV_WARPS",
+		field: 4},
+	{Letter: "g", Name: "row groups per block", Values: rowGroupValues(), Optional: true, Enumerated: EnumFixed,
+		field: 5},
+	{Letter: "l", Name: "layout", Values: []int{0, 1, 2}, Optional: true, Define: "GEMV_L", Enumerated: EnumFamily,
+		field: 6},
+	{Letter: "a", Name: "activation path", Values: []int{0, 1}, Optional: true, Define: "GEMV_A", Enumerated: EnumFamily,
+		field: 7},
+}
+
+// Of returns the knob's value in p.
+func (k Knob) Of(p Params) int { return *p.field(k.field) }
+
+// With returns p with the knob set to v.
+func (k Knob) With(p Params, v int) Params {
+	*p.field(k.field) = v
+	return p
+}
+
+// field is the Params field of a Knob.field index; the one switch that
+// ties Knobs to the struct (TestKnobFields checks every entry).
+func (p *Params) field(i int) *int {
+	switch i {
+	case 0:
+		return &p.R
+	case 1:
+		return &p.F
+	case 2:
+		return &p.U
+	case 3:
+		return &p.S
+	case 4:
+		return &p.W
+	case 5:
+		return &p.G
+	case 6:
+		return &p.L
+	case 7:
+		return &p.A
+	}
+	panic("space: Knob.field out of range")
+}
+
+// KnobByLetter returns the knob with that letter.
+func KnobByLetter(letter string) (Knob, bool) {
+	for _, k := range Knobs {
+		if k.Letter == letter {
+			return k, true
+		}
+	}
+	return Knob{}, false
+}
+
+// Values returns p's knob values in Knobs order.
+func (p Params) Values() []int {
+	vs := make([]int, len(Knobs))
+	for i, k := range Knobs {
+		vs[i] = k.Of(p)
+	}
+	return vs
+}
+
+// ParamsOf is the variant with the knob values vs in Knobs order.
+func ParamsOf(vs []int) Params {
+	var p Params
+	for i, k := range Knobs {
+		if i < len(vs) {
+			p = k.With(p, vs[i])
+		}
+	}
+	return p
 }
 
 // ErrBadID is returned (wrapped) when a variant ID does not parse.
@@ -66,17 +161,16 @@ var ErrBadID = errors.New("invalid variant ID")
 // and the family knobs appended as "g8", "l1" and "a1" only when non-zero).
 // IDs parse back exactly with Parse.
 func (p Params) ID() string {
-	id := fmt.Sprintf("r%df%du%ds%dw%d", p.R, p.F, p.U, p.S, p.W)
-	if p.G != 0 {
-		id += fmt.Sprintf("g%d", p.G)
+	b := make([]byte, 0, 24)
+	for _, k := range Knobs {
+		v := k.Of(p)
+		if k.Optional && v == 0 {
+			continue
+		}
+		b = append(b, k.Letter...)
+		b = strconv.AppendInt(b, int64(v), 10)
 	}
-	if p.L != 0 {
-		id += fmt.Sprintf("l%d", p.L)
-	}
-	if p.A != 0 {
-		id += fmt.Sprintf("a%d", p.A)
-	}
-	return id
+	return string(b)
 }
 
 // String returns the ID.
@@ -87,10 +181,9 @@ func (p Params) IsStock() bool { return p == Stock }
 
 // Validate checks that every knob holds one of its allowed values.
 func (p Params) Validate() error {
-	vals := []int{p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A}
-	for i, k := range Knobs {
-		if !contains(k.Values, vals[i]) {
-			return fmt.Errorf("%w: %s=%d (%s) not in [%s]", ErrBadID, k.Letter, vals[i], k.Name, ValueSet(k.Values))
+	for _, k := range Knobs {
+		if v := k.Of(p); !contains(k.Values, v) {
+			return fmt.Errorf("%w: %s=%d (%s) not in [%s]", ErrBadID, k.Letter, v, k.Name, ValueSet(k.Values))
 		}
 	}
 	return nil
@@ -114,11 +207,9 @@ func Parse(id string) (Params, error) {
 		return Stock, nil
 	}
 	var p Params
-	vals := []*int{&p.R, &p.F, &p.U, &p.S, &p.W, &p.G, &p.L, &p.A}
 	rest := id
-	for i, k := range Knobs {
-		optional := k.Letter == "g" || k.Letter == "l" || k.Letter == "a"
-		if optional && !strings.HasPrefix(rest, k.Letter) {
+	for _, k := range Knobs {
+		if k.Optional && !strings.HasPrefix(rest, k.Letter) {
 			continue
 		}
 		if !strings.HasPrefix(rest, k.Letter) {
@@ -133,7 +224,7 @@ func Parse(id string) (Params, error) {
 			return Params{}, fmt.Errorf("%w %q: knob %s needs a number", ErrBadID, id, k.Letter)
 		}
 		v, _ := strconv.Atoi(rest[:n])
-		*vals[i] = v
+		p = k.With(p, v)
 		rest = rest[n:]
 	}
 	if rest != "" {

@@ -113,7 +113,8 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 		}
 		ch := &chain{base: c}
 		capOf := map[int]int{} // register cap → the floor that first gives it
-		for _, f := range space.Knobs[1].Values {
+		floor, _ := space.KnobByLetter("f")
+		for _, f := range floor.Values {
 			if f == 0 {
 				continue
 			}

@@ -269,7 +269,11 @@ func measurePDL(s *session, d *Decision, every bool) {
 // curve tracks resident blocks), so measuring both would spend time on
 // noise. Stock (f=0) is never dropped.
 func pruneUnboundFloors(cands []Candidate) {
-	type key struct{ r, u, s, w, g, l, a, regs int }
+	// Every knob but f, whatever knobs there are, and the registers.
+	type key struct {
+		p    space.Params
+		regs int
+	}
 	first := map[key]string{}
 	order := make([]int, 0, len(cands))
 	for i := range cands {
@@ -281,7 +285,8 @@ func pruneUnboundFloors(cands []Candidate) {
 		if c.Status != StatusOK || c.ID != c.Params.ID() {
 			continue // planted variants keep their own identity
 		}
-		k := key{c.Params.R, c.Params.U, c.Params.S, c.Params.W, c.Params.G, c.Params.L, c.Params.A, c.Registers}
+		k := key{c.Params, c.Registers}
+		k.p.F = 0
 		if id, dup := first[k]; dup {
 			c.Status, c.Reason = StatusPruned, fmt.Sprintf("same code as %s: f=%d does not bind (%d registers either way)", id, c.Params.F, c.Registers)
 			continue

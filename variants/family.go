@@ -235,11 +235,15 @@ func (f *family) Source(p space.Params) (string, error) {
 	p.G = 0
 	var b strings.Builder
 	fmt.Fprintf(&b, "// gemvtune %s %s (%s, source %s)\n", f.format, p.ID(), generatorVersion, f.hash)
+	for _, k := range space.Knobs {
+		if k.Define != "" {
+			fmt.Fprintf(&b, "#define %s %d\n", k.Define, k.Of(p))
+		}
+	}
 	for _, d := range []struct {
 		name string
 		v    int
-	}{{"GEMV_R", p.R}, {"GEMV_F", p.F}, {"GEMV_U", p.U}, {"GEMV_S", p.S}, {"GEMV_W", p.W}, {"GEMV_L", p.L},
-		{"GEMV_A", p.A}, {"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)},
+	}{{"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)},
 		{"GEMV_P16", f.rings[p.L].p16}, {"GEMV_P4", f.rings[p.L].p4}, {"GEMV_TILE", f.bulkTileBytes(p.L)}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}

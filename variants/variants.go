@@ -90,7 +90,7 @@ func PlaneRowBytes(f Format, cols int) ([]int, error) {
 
 // KnobsOf returns the family knob values f offers, for space.Enumerate.
 func KnobsOf(f Family) space.FamilyKnobs {
-	return space.FamilyKnobs{Layouts: f.Layouts(), Activations: f.Activations(), Stagings: f.Stagings()}
+	return space.FamilyKnobs{"l": f.Layouts(), "a": f.Activations(), "s": f.Stagings()}
 }
 
 // Launch is the launch geometry of one variant for one shape.
