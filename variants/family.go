@@ -173,9 +173,11 @@ var (
 	tilesLayout  = repackedLayout{repack: RepackTiles, cols: TileWeights, name: "tiles of 8 blocks", fn: "RepackTiles"}
 )
 
-// interleavedLayout is format's interleaved layout (RepackInterleaved).
-func interleavedLayout(format string) repackedLayout {
-	return repackedLayout{repack: RepackInterleaved, cols: InterleavedTileWeights(format),
+// interleavedLayout is f's interleaved layout (RepackInterleaved). It
+// takes the format's value: the families are made before the formats are
+// registered.
+func interleavedLayout(f interleaver) repackedLayout {
+	return repackedLayout{repack: RepackInterleaved, cols: f.tileWeights(),
 		name: "interleaved warp tiles", fn: "RepackInterleaved"}
 }
 

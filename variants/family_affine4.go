@@ -12,7 +12,7 @@ package variants
 func init() {
 	f := newFamily("affine4", "kernels/affine4.cu", 32, []int{0, 1}, boundAffine4)
 	f.int8EvenOdd = true
-	f.setRepacked(map[int]repackedLayout{1: interleavedLayout("affine4")})
+	f.setRepacked(map[int]repackedLayout{1: interleavedLayout(affine4{})})
 	f.rings = map[int]ringParts{
 		0: {p16: 1, p4: 2, cols: 128}, // nibbles; the scale and bias words
 		1: {p16: 1, p4: 1},            // nibbles; the (scale, bias) word

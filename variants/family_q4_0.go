@@ -8,7 +8,7 @@ package variants
 // (a=1, needs s=1, class tolerance, bound boundInt8).
 func init() {
 	f := newFamily("q4_0", "kernels/q4_0.cu", 32, []int{0, 1}, boundF32)
-	f.setRepacked(map[int]repackedLayout{1: planesLayout, 2: interleavedLayout("q4_0")})
+	f.setRepacked(map[int]repackedLayout{1: planesLayout, 2: interleavedLayout(q4_0{})})
 	ring := ringParts{p16: 1, p4: 1, cols: 64} // quants; the scale word
 	f.rings = map[int]ringParts{1: ring, 2: ring}
 	f.bulk = []int{2} // a warp step: one 576-byte tile of 32 blocks

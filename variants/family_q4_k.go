@@ -8,7 +8,7 @@ package variants
 // dp4a (a=1, needs s=1, tolerance).
 func init() {
 	f := newFamily("q4_K", "kernels/q4_K.cu", 64, []int{0, 1}, boundF32)
-	f.setRepacked(map[int]repackedLayout{1: interleavedLayout("q4_K")})
+	f.setRepacked(map[int]repackedLayout{1: interleavedLayout(q4K{})})
 	ring := ringParts{p16: 3} // header, low and high halves of the quants
 	f.rings = map[int]ringParts{0: ring, 1: ring}
 	f.bulk = []int{1} // a warp step: one 1152-byte tile of 8 super-blocks

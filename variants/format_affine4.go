@@ -137,3 +137,34 @@ func affine4ScaleBias(x []float32) (scale, bias float32) {
 	}
 	return scale, 0
 }
+
+// The interleaved layout of affine4 (l = 1, docs/formats.md): warp tiles
+// of 16 groups, 32 chunks of 32 weights: 16 (scale, bias) words (64
+// bytes), then the 512 bytes of nibbles.
+const (
+	affine4TileWeights = 16 * 64
+	affine4TileBytes   = 16*4 + 512
+)
+
+func (affine4) tileWeights() int { return affine4TileWeights }
+
+// tileRuns: tile t of row r at (r*cols/1024 + t)*576 holds groups
+// 16t..16t+15 of the row: group g's f16 scale and f16 bias as the word at
+// 4g (scale in the low half), then the row's 512 nibble bytes of weights
+// 1024t..1024t+1023.
+func (affine4) tileRuns(rows, cols int, move func(rawOff, tiledOff, n int)) {
+	groups := cols / 64
+	scales := rows * cols / 2
+	biases := scales + rows*groups*2
+	for r := 0; r < rows; r++ {
+		for t := 0; t < cols/affine4TileWeights; t++ {
+			tile := (r*cols/affine4TileWeights + t) * affine4TileBytes
+			for g := 0; g < 16; g++ {
+				grp := r*groups + 16*t + g
+				move(scales+2*grp, tile+4*g, 2)
+				move(biases+2*grp, tile+4*g+2, 2)
+			}
+			move(r*cols/2+512*t, tile+64, 512)
+		}
+	}
+}

@@ -88,3 +88,32 @@ func dequantizeQ4_0Block(blk []byte, y []float32) {
 		y[j+q4_0Weights/2] = float32(int32(qs[j]>>4)-8) * d
 	}
 }
+
+// The interleaved layout of q4_0 (l = 2, docs/formats.md): warp tiles of
+// 32 blocks, 32 chunks of 32 weights: the blocks' f16 d (64 bytes), then
+// their 32 × 16 qs bytes.
+const (
+	q40TileWeights = 32 * 32
+	q40TileBytes   = 32 * 18
+)
+
+func (q4_0) tileWeights() int { return q40TileWeights }
+
+// tileRuns: tile t of row r at r*rowBytes + t*576 holds blocks
+// 32t..32t+31 of the row: block k's f16 d goes to 2k, its 16 qs bytes to
+// 64 + 16k.
+func (q4_0) tileRuns(rows, cols int, move func(rawOff, tiledOff, n int)) {
+	rowBytes := cols / 32 * 18
+	for r := 0; r < rows; r++ {
+		for t := 0; t < cols/q40TileWeights; t++ {
+			tile := r*rowBytes + t*q40TileBytes
+			for k := 0; k < 32; k++ {
+				blk := tile + 18*k // tiles keep the row's bytes in place
+				move(blk, tile+2*k, 2)
+				move(blk+2, tile+64+16*k, 16)
+			}
+		}
+	}
+}
+
+func (q4_0) quantBytes() int { return q4_0Bytes - 2 }

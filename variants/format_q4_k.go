@@ -183,3 +183,35 @@ func ceil6(v, unit float32) uint8 {
 	}
 	return uint8(k)
 }
+
+// The interleaved layout of q4_K (l = 1, docs/formats.md): warp tiles of 8
+// super-blocks, 32 chunks of 64 weights: 8 headers (128 bytes), then the
+// 32 chunks' low halves (512), then their high halves (512).
+const (
+	q4KTileWeights = 8 * 256
+	q4KTileBytes   = 8 * 144
+)
+
+func (q4K) tileWeights() int { return q4KTileWeights }
+
+// tileRuns: tile t of row r at r*rowBytes + t*1152 holds super-blocks
+// 8t..8t+7 of the row. Super-block k's 16-byte header goes to 16k; the
+// 32-byte quarter j of its 128 qs bytes is chunk 4k+j, whose low 16 bytes
+// go to 128 + 16(4k+j) and high 16 bytes to 640 + 16(4k+j).
+func (q4K) tileRuns(rows, cols int, move func(rawOff, tiledOff, n int)) {
+	rowBytes := cols / 256 * 144
+	for r := 0; r < rows; r++ {
+		for t := 0; t < cols/q4KTileWeights; t++ {
+			tile := r*rowBytes + t*q4KTileBytes
+			for k := 0; k < 8; k++ {
+				sb := tile + k*144 // the raw super-block: tiles keep the row's bytes in place
+				move(sb, tile+16*k, 16)
+				for j := 0; j < 4; j++ {
+					chunk := 4*k + j
+					move(sb+16+32*j, tile+128+16*chunk, 16)
+					move(sb+16+32*j+16, tile+640+16*chunk, 16)
+				}
+			}
+		}
+	}
+}

@@ -68,3 +68,7 @@ func quantizeQ8_0Block(x []float32, dst []byte) {
 		dst[2+j] = byte(int8(max(-128, min(127, q)))) // the clamp never acts: |v*id| <= 127 + rounding
 	}
 }
+
+func (q8_0) quantBytes() int { return q8_0Bytes - 2 }
+
+func (q8_0) tiled() {} // q8_0 has the tiled layout (l = 2)

@@ -55,3 +55,15 @@ func Families() []Family {
 	}
 	return out
 }
+
+// formatsWith lists, in FormatNames order, the registered formats that
+// implement T (a layout's interface), for messages.
+func formatsWith[T any]() []string {
+	var out []string
+	for _, n := range FormatNames {
+		if _, ok := formats[n].(T); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}

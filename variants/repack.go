@@ -5,12 +5,12 @@ import (
 	"strings"
 )
 
-// planeFormats lists the formats RepackPlanes accepts, with their block
-// geometry: weights per block and bytes of quants per block (each block
-// also has a 2-byte f16 scale in front).
-var planeFormats = map[string]struct{ weights, quantBytes int }{
-	"q4_0": {q4_0Weights, q4_0Bytes - 2},
-	"q8_0": {q8_0Weights, q8_0Bytes - 2},
+// scaledBlocks is a Format of plain GGUF blocks: a 2-byte f16 scale, then
+// the block's quant bytes. The planar and tiled layouts split them.
+type scaledBlocks interface {
+	Format
+	// quantBytes is the bytes of quants per block (BlockWeights weights).
+	quantBytes() int
 }
 
 // RepackPlanes converts a raw GGUF q4_0 or q8_0 tensor of shape [rows, cols]
@@ -57,14 +57,10 @@ type planeGeom struct{ blocks, quantBytes int }
 
 // planeGeometry checks format, shape and buffer size for the plane repack.
 func planeGeometry(format string, n, rows, cols int) (planeGeom, error) {
-	p, ok := planeFormats[format]
+	f, ok := formats[format].(scaledBlocks)
 	if !ok {
 		return planeGeom{}, fmt.Errorf("repacking %q into planes: %w: accepted: %s",
-			format, ErrUnknownFormat, strings.Join([]string{"q4_0", "q8_0"}, ", "))
-	}
-	f, err := FormatOf(format)
-	if err != nil {
-		return planeGeom{}, err
+			format, ErrUnknownFormat, strings.Join(formatsWith[scaledBlocks](), ", "))
 	}
 	want, err := f.Bytes(rows, cols)
 	if err != nil {
@@ -73,7 +69,7 @@ func planeGeometry(format string, n, rows, cols int) (planeGeom, error) {
 	if err := checkBytes(format, n, want); err != nil {
 		return planeGeom{}, fmt.Errorf("repacking into planes: %w", err)
 	}
-	return planeGeom{blocks: rows * cols / p.weights, quantBytes: p.quantBytes}, nil
+	return planeGeom{blocks: rows * cols / f.BlockWeights(), quantBytes: f.quantBytes()}, nil
 }
 
 // tileBlocks is the blocks per tile of the tiled layout (l = 2).
@@ -126,11 +122,18 @@ func UnpackTiles(format string, tiles []byte, rows, cols int) ([]byte, error) {
 	return out, nil
 }
 
-// tileGeometry is planeGeometry for q8_0 plus the tile rule: cols a
-// multiple of 256.
+// tiledBlocks is a scaledBlocks format with the tiled layout.
+type tiledBlocks interface {
+	scaledBlocks
+	tiled()
+}
+
+// tileGeometry is planeGeometry for a tiledBlocks format plus the tile
+// rule: cols a multiple of TileWeights (8 blocks of 32).
 func tileGeometry(format string, n, rows, cols int) (planeGeom, error) {
-	if format != "q8_0" {
-		return planeGeom{}, fmt.Errorf("repacking %q into tiles: %w: accepted: q8_0", format, ErrUnknownFormat)
+	if _, ok := formats[format].(tiledBlocks); !ok {
+		return planeGeom{}, fmt.Errorf("repacking %q into tiles: %w: accepted: %s", format, ErrUnknownFormat,
+			strings.Join(formatsWith[tiledBlocks](), ", "))
 	}
 	g, err := planeGeometry(format, n, rows, cols)
 	if err != nil {
