@@ -56,12 +56,6 @@ func archReason(a Arch, p Params) string {
 	return ""
 }
 
-// MinRingWarps is the fewest warps per block the weight ring (s=2) is
-// tried with: in the fourth session's tunes (run9, run10) the best s=2
-// variant with 2 or 4 warps was 10-51 % slower than the job's best, and
-// the ring added 39 % to the candidates of a full tune.
-const MinRingWarps = 8
-
 func exclusionReason(p Params, lim Limits, smem int) string {
 	if err := p.Validate(); err != nil {
 		return err.Error()
@@ -74,9 +68,6 @@ func exclusionReason(p Params, lim Limits, smem int) string {
 		if why := archReason(a, p); why != "" {
 			return why
 		}
-	}
-	if p.S >= 2 && p.W < MinRingWarps {
-		return fmt.Sprintf("s=%d with w=%d < %d: few warps per block to share the staged x, and on the H200 never within 10 %% of the best (docs/results.md)", p.S, p.W, MinRingWarps)
 	}
 	if p.R*p.U > MaxInFlight && p.S < 2 { // s=2 and s=3 keep them in shared memory: the smem rules below bound it
 		return fmt.Sprintf("r=%d × u=%d = %d chunk loads in flight per lane > %d (weight registers would spill)", p.R, p.U, p.R*p.U, MaxInFlight)

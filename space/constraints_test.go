@@ -39,7 +39,7 @@ func TestCheckRules(t *testing.T) {
 		{"in flight", "r8f0u8s0w8", "sm_90", 0, "r=8 × u=8 = 64 chunk loads in flight per lane > 16"},
 		{"in flight at cap", "r4f0u4s0w8", "sm_90", 0, ""},
 		{"in flight in a smem ring", "r4f0u8s2w8", "sm_90", 200 * kb, ""},
-		{"smem ring, few warps", "r1f0u2s2w4", "sm_90", 16 * kb, "s=2 with w=4 < 8"},
+		{"smem ring, few warps: a search rule, not a constraint", "r1f0u2s2w4", "sm_90", 16 * kb, ""},
 		{"smem ring needs cp.async", "r1f0u2s2w8", "sm_75", 16 * kb, "s=2 copies weights with cp.async, which sm_75 lacks"},
 		{"smem ring on sm_80", "r1f0u2s2w8", "sm_80", 16 * kb, ""},
 		{"smem per SM with floor", "r1f2u1s1w8", "sm_90", 128 * kb, "f=2 blocks × smem 128 KB = 256 KB > 228 KB per SM on sm_90"},

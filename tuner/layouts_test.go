@@ -102,8 +102,9 @@ func TestUntunedStagingArch(t *testing.T) {
 		{"q4_0", true, space.Arch{Major: 9, Minor: 0}, space.Stock, false},
 		{"bf16", true, space.Arch{Major: 9, Minor: 0}, s1, false},
 	} {
-		if got := untunedStaging(tc.name, tc.bulk, tc.arch, tc.p) != ""; got != tc.skipped {
-			t.Errorf("untunedStaging(%s, bulk=%v, %v, %s) skipped=%v, want %v", tc.name, tc.bulk, tc.arch, tc.p.ID(), got, tc.skipped)
+		c := searchContext{format: tc.name, repacked: tc.name != "bf16", bulk: tc.bulk, arch: tc.arch}
+		if got := unsearched(c, tc.p) != ""; got != tc.skipped {
+			t.Errorf("unsearched(%s, bulk=%v, %v, %s) skipped=%v, want %v", tc.name, tc.bulk, tc.arch, tc.p.ID(), got, tc.skipped)
 		}
 	}
 }
@@ -145,5 +146,19 @@ func TestSearchSpaceFollowsCompiler(t *testing.T) {
 				t.Errorf("%s, bulk builds %v: no s=3 variant listed", format, tc.bulkBuilds)
 			}
 		}
+	}
+}
+
+// TestSearchRulesSkipFewRingWarps: the rings with few warps are in the
+// space (space.Check lets them run) but not searched.
+func TestSearchRulesSkipFewRingWarps(t *testing.T) {
+	p, _ := space.Parse("r1f0u2s2w4l1")
+	c := searchContext{format: "q8_0", repacked: true, arch: space.Arch{Major: 9}}
+	if why := unsearched(c, p); !strings.Contains(why, "s=2 with w=4 < 8") {
+		t.Errorf("unsearched(%s) = %q", p.ID(), why)
+	}
+	lim, _ := space.LimitsFor("sm_90")
+	if err := space.Check(p, lim, 16<<10); err != nil {
+		t.Errorf("space.Check(%s) = %v: a search rule became a constraint", p.ID(), err)
 	}
 }

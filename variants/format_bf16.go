@@ -36,3 +36,5 @@ func (bf16) decodeRow(b []byte, rows, cols, r int, dst []float32) {
 		dst[c] = BF16ToF32(binary.LittleEndian.Uint16(row[2*c:]))
 	}
 }
+
+func (bf16) ggmlType() string { return "BF16" }

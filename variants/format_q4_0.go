@@ -117,3 +117,5 @@ func (q4_0) tileRuns(rows, cols int, move func(rawOff, tiledOff, n int)) {
 }
 
 func (q4_0) quantBytes() int { return q4_0Bytes - 2 }
+
+func (q4_0) ggmlType() string { return "Q4_0" }

@@ -215,3 +215,5 @@ func (q4K) tileRuns(rows, cols int, move func(rawOff, tiledOff, n int)) {
 		}
 	}
 }
+
+func (q4K) ggmlType() string { return "Q4_K" }

@@ -72,3 +72,5 @@ func quantizeQ8_0Block(x []float32, dst []byte) {
 func (q8_0) quantBytes() int { return q8_0Bytes - 2 }
 
 func (q8_0) tiled() {} // q8_0 has the tiled layout (l = 2)
+
+func (q8_0) ggmlType() string { return "Q8_0" }

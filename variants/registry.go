@@ -67,3 +67,32 @@ func formatsWith[T any]() []string {
 	}
 	return out
 }
+
+// ggmlNamer is a Format that is a GGML tensor type too.
+type ggmlNamer interface {
+	// ggmlType is the type's name in GGML (and GGUF files): "Q4_0".
+	ggmlType() string
+}
+
+// FormatOfGGML returns the format of the GGML tensor type called name
+// ("Q4_K"), and false when no registered format is that type.
+func FormatOfGGML(name string) (string, bool) {
+	for _, n := range FormatNames {
+		if g, ok := formats[n].(ggmlNamer); ok && g.ggmlType() == name {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// GGMLTypes lists the GGML tensor types the registered formats are, in
+// FormatNames order ("Q4_0", "Q8_0", ...).
+func GGMLTypes() []string {
+	var out []string
+	for _, n := range FormatNames {
+		if g, ok := formats[n].(ggmlNamer); ok {
+			out = append(out, g.ggmlType())
+		}
+	}
+	return out
+}

@@ -37,7 +37,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, benchUsage); fs.PrintDefaults() }
 	arch := fs.String("arch", "auto", "compute capability sm_XY, or auto")
-	formats := fs.String("formats", strings.Join(allFormats(), ","), "formats, comma-separated")
+	formats := fs.String("formats", strings.Join(variants.FormatNames, ","), "formats, comma-separated")
 	fs.StringVar(formats, "format", *formats, "the same as --formats")
 	shapes := fs.String("shapes", "28672x8192,4096x14336", "shapes ROWSxCOLS, comma-separated")
 	fs.StringVar(shapes, "shape", *shapes, "the same as --shapes")
@@ -179,8 +179,6 @@ func writeBenchVariants(w io.Writer, ds []tuner.Decision) error {
 	}
 	return tw.Flush()
 }
-
-func allFormats() []string { return []string{"q4_0", "q8_0", "q4_K", "affine4", "bf16"} }
 
 // pct is 100·a/b, or 0 when b is not positive.
 func pct(a, b float64) float64 {

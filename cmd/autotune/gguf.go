@@ -12,14 +12,10 @@ import (
 	"github.com/gemvtune/gemvtune/variants"
 )
 
-// ggmlFormats maps the GGML tensor types we have kernels for to our format
-// names (docs/design.md §3). Every other type is reported as not tuned.
-var ggmlFormats = map[gguf.GGMLType]string{
-	gguf.GGMLTypeQ4_0: "q4_0",
-	gguf.GGMLTypeQ8_0: "q8_0",
-	gguf.GGMLTypeQ4_K: "q4_K",
-	gguf.GGMLTypeBF16: "bf16",
-}
+// ggmlFormat returns our format for a GGML tensor type, by the type's
+// name (variants.FormatOfGGML); false for a type no family has a kernel
+// for, which is reported as not tuned.
+func ggmlFormat(t gguf.GGMLType) (string, bool) { return variants.FormatOfGGML(t.String()) }
 
 // ggufPair is one (format, shape) a GGUF model multiplies by, with the
 // tensors that have it.
@@ -81,7 +77,7 @@ func readGGUF(path string) (m ggufModel, err error) {
 		if ti.NDimensions != 2 || len(ti.Dimensions) != 2 || strings.HasPrefix(ti.Name, "token_embd") {
 			continue
 		}
-		format, ok := ggmlFormats[ti.Type]
+		format, ok := ggmlFormat(ti.Type)
 		if !ok {
 			m.NotTuned[ti.Type.String()]++
 			continue
@@ -121,7 +117,7 @@ func errNoTunable(m ggufModel) error {
 	if len(types) > 0 {
 		found = strings.Join(types, ", ")
 	}
-	return fmt.Errorf("no 2-D weight tensor of a tunable type (Q4_0, Q8_0, Q4_K, BF16); found: %s", found)
+	return fmt.Errorf("no 2-D weight tensor of a tunable type (%s); found: %s", strings.Join(variants.GGMLTypes(), ", "), found)
 }
 
 // ggufError makes a one-line error naming the file and what is accepted.

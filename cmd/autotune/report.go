@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -248,14 +249,13 @@ func buildView(e reportEntry) reportView {
 	return v
 }
 
-// formatRank orders formats as docs/design.md §3 does; unknown ones last.
+// formatRank orders formats as variants.FormatNames does; unknown ones
+// last.
 func formatRank(f string) int {
-	for i, n := range []string{"q4_0", "q8_0", "q4_K", "affine4", "bf16"} {
-		if n == f {
-			return i
-		}
+	if i := slices.Index(variants.FormatNames, f); i >= 0 {
+		return i
 	}
-	return 99
+	return len(variants.FormatNames)
 }
 
 // renderReport writes the page as HTML.

@@ -7,8 +7,10 @@
 //   GEMV_CHUNK weights one lane consumes per step (fixed per family),
 //   GEMV_A activation path: 0 = f32 x, 1 = x quantized to int8 per group of
 //   32 in shared memory, consumed with __dp4a (needs GEMV_S = 1).
-// The family file after it defines the chunk (the unit one lane consumes per
-// step) and includes gemv_body.cu's kernel through GEMV_DEFINE_KERNEL.
+// The family file after it defines the hooks listed before GEMV_DEFINE_KERNEL
+// below (the one list of what a family provides) and ends with
+// GEMV_DEFINE_KERNEL, which expands to the kernel in the form the knobs
+// select.
 //
 // Summation order (the reason every knob is class exact): lane l consumes
 // chunks c = l, l+32, l+64, ... in that order into one f32 accumulator per
@@ -447,8 +449,9 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
     return v;
 }
 
-// The kernel. The generated header defines GEMV_CHUNK (weights per chunk);
-// the family defines before this point:
+// The kernel contract. The generated header defines GEMV_CHUNK (weights
+// per chunk) and the ring parts GEMV_P16, GEMV_P4 and GEMV_TILE; the family
+// file defines, before GEMV_DEFINE_KERNEL:
 //   struct Geo         per-launch geometry (row strides, plane offsets)
 //   Geo  gemv_geo(rows, cols)
 //   struct RowPtr      where one row's bytes start (per plane)
@@ -456,8 +459,19 @@ __device__ __forceinline__ float gemv_warp_sum(float v) {
 //   struct Chunk       the raw loaded registers of one chunk of one row
 //   void chunk_load(Chunk&, const RowPtr&, int c)               only loads
 //   void chunk_zero(Chunk&)                                      for rows past the end
+//   void chunk_prefetch(const RowPtr&, int c)                    an L2 prefetch of chunk c
 //   void chunk_consume(float acc[GEMV_R], const Chunk ch[GEMV_R], x, int c)
-//        loads x of chunk c once and adds the chunk of every row to its acc.
+//        loads x of chunk c once and adds the chunk of every row to its
+//        acc; with GEMV_A = 1 the form that reads the staged int8 x
+// and, for the stagings it offers (Family.Stagings):
+//   s=2: void chunk_issue(u32 s16, u32 s4, const RowPtr&, int c, bool live)
+//        cp.async of chunk c into the ring slot at shared addresses s16/s4
+//        (zeros for a dead row), and
+//        void chunk_land(Chunk&, u32 s16, u32 s4, int c)    the slot into registers
+//   s=3: void chunk_land_tile(Chunk&, const unsigned char* tile, int j)
+//        chunk j of a warp tile the bulk copy landed in shared memory
+// Helpers a family keeps to itself (chunk_decode, q4k_parts, ...) are its
+// own business.
 //
 // Row groups: a group is the GEMV_R*GEMV_W rows one block covers at a time
 // (warp w takes rows (group*W + w)*R ..+R-1); with GEMV_LOOP block b walks
