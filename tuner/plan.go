@@ -96,7 +96,8 @@ func generalise(reason string) string {
 		if j < len(reason) {
 			next = reason[j]
 		}
-		if isNameByte(prev) || prev == '=' || prev == '-' || isNameByte(next) && next != 'x' {
+		shape := prev == 'x' && i >= 2 && reason[i-2] >= '0' && reason[i-2] <= '9' // the cols of ROWSxCOLS
+		if !shape && (isNameByte(prev) || prev == '=' || prev == '-' || isNameByte(next) && next != 'x') {
 			b.WriteString(reason[i:j])
 		} else {
 			b.WriteByte('N')

@@ -97,3 +97,19 @@ func TestSourcesForEveryFamily(t *testing.T) {
 		t.Error("an explicit invalid ID was silently skipped")
 	}
 }
+
+// TestGeneraliseKeepsNames: measures fold to N, names and knob values
+// stay (sm_80, llama-3-8b, bf16, s=3).
+func TestGeneraliseKeepsNames(t *testing.T) {
+	for in, want := range map[string]string{
+		"s=3 copies weights with bulk copies (cp.async.bulk, TMA), which sm_80 lacks (sm_90 and newer)": "s=3 copies weights with bulk copies (cp.async.bulk, TMA), which sm_80 lacks (sm_90 and newer)",
+		"smem 72 KB > 48 KB opt-in cap of sm_86":                                                        "smem N KB > N KB opt-in cap of sm_86",
+		"r=8 × u=4 = 32 chunk loads in flight per lane > 16":                                            "r=8 × u=4 = N chunk loads in flight per lane > N",
+		"bf16 needs cols a multiple of 8, got 4100 at every llama-3-8b shape":                           "bf16 needs cols a multiple of N, got N at every llama-3-8b shape",
+		"shape 4096x14336": "shape 4096x14336",
+	} {
+		if got := generalise(in); got != want {
+			t.Errorf("generalise(%q)\n = %q\nwant %q", in, got, want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -90,5 +92,44 @@ func TestImportSaysWhatItTakes(t *testing.T) {
 	})
 	if len(keep) != 1 || len(skipped) != 2 || !strings.Contains(skipped[0], `format "foo"`) || !strings.Contains(skipped[1], "arch sm_999") {
 		t.Errorf("lookable: %d kept, skipped %q", len(keep), skipped)
+	}
+}
+
+// TestDryRunJSON: --dry-run --json prints the plan as JSON, not the table.
+func TestDryRunJSON(t *testing.T) {
+	var out, errw bytes.Buffer
+	err := tuneMain(context.Background(), []string{"--arch", "sm_70", "--shapes", "4096x4096", "--formats", "q4_0", "--dry-run", "--json"}, &out, &errw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Arch string           `json:"arch"`
+		Jobs []map[string]any `json:"jobs"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &plans); err != nil || len(plans) != 1 || plans[0].Arch != "sm_70" || len(plans[0].Jobs) != 1 {
+		t.Fatalf("--dry-run --json: %v\n%s", err, out.String())
+	}
+	if strings.Contains(out.String(), "s=N") || strings.Contains(out.String(), "sm_N") {
+		t.Errorf("the plan lost names or knob values:\n%s", out.String())
+	}
+}
+
+// TestFlagNamesAlike: --format and --formats (and --shape, --shapes) are
+// the same flag for tune and bench.
+func TestFlagNamesAlike(t *testing.T) {
+	for _, args := range [][]string{
+		{"--arch", "sm_90", "--format", "q4_0", "--shape", "4096x4096", "--dry-run"},
+		{"--arch", "sm_90", "--formats", "q4_0", "--shapes", "4096x4096", "--dry-run"},
+	} {
+		var out, errw bytes.Buffer
+		if err := tuneMain(context.Background(), args, &out, &errw); err != nil || !strings.Contains(out.String(), "q4_0    4096x4096") {
+			t.Errorf("%v: %v\n%s", args, err, out.String())
+		}
+	}
+	for _, args := range [][]string{{"--formats", "q9"}, {"--format", "q9"}} {
+		err := benchMain(context.Background(), args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "q9") {
+			t.Errorf("bench %v: %v", args, err)
+		}
 	}
 }

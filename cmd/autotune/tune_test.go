@@ -31,6 +31,8 @@ func TestTuneFlagErrors(t *testing.T) {
 		want  string // in the message
 	}{
 		{"bad arch", []string{"--arch", "sm_7"}, true, "sm_XY"},
+		{"arch without limits", []string{"--arch", "sm_60", "--dry-run"}, true, "no limits for it: accepted sm_70"},
+		{"arch past the table", []string{"--arch", "sm_999", "--dry-run"}, true, "no limits for it"},
 		{"arch name", []string{"--arch", "volta"}, true, "or auto"},
 		{"arch suffix", []string{"--arch", "sm_90a"}, true, "sm_XY"},
 		{"unknown model", []string{"--arch", "sm_90", "--model", "llama-2-7b"}, true, "accepted: llama-3-70b, llama-3-8b, mistral-7b, qwen2.5-7b"},
