@@ -106,7 +106,7 @@ func TestGeneraliseKeepsNames(t *testing.T) {
 		"smem 72 KB > 48 KB opt-in cap of sm_86":                                                        "smem N KB > N KB opt-in cap of sm_86",
 		"r=8 × u=4 = 32 chunk loads in flight per lane > 16":                                            "r=8 × u=4 = N chunk loads in flight per lane > N",
 		"bf16 needs cols a multiple of 8, got 4100 at every llama-3-8b shape":                           "bf16 needs cols a multiple of N, got N at every llama-3-8b shape",
-		"shape 4096x14336": "shape 4096x14336",
+		"shape 4096x14336": "shape NxN",
 	} {
 		if got := generalise(in); got != want {
 			t.Errorf("generalise(%q)\n = %q\nwant %q", in, got, want)
