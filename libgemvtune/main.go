@@ -190,6 +190,18 @@ func writeErr(err error, errbuf *C.char, errlen C.size_t) {
 	buf[n] = 0
 }
 
+// outStruct checks a struct the caller passes for the library to fill: not
+// NULL, and its size field (read by size) at least the library's sizeof.
+func outStruct(name string, isNil bool, size func() C.uint32_t, want uintptr) error {
+	if isNil {
+		return argErr("out (%s*) is NULL", name)
+	}
+	if got := size(); uintptr(got) < want {
+		return argErr("%s.size is %d, want sizeof(%s) = %d", name, uint32(got), name, want)
+	}
+	return nil
+}
+
 // goString reads a C string argument; NULL is an error naming what.
 func goString(s C.gt_cstr, what string) (string, error) {
 	if s == nil {
@@ -346,12 +358,7 @@ func gemvtune_lookup(h *C.gemvtune_policy, arch, gpu, format C.gt_cstr, rows, co
 	if p, err = policyOf(h); err != nil {
 		return
 	}
-	if out == nil {
-		err = argErr("out (gemvtune_choice*) is NULL")
-		return
-	}
-	if out.size < C.uint32_t(unsafe.Sizeof(*out)) {
-		err = argErr("gemvtune_choice.size is %d, want sizeof(gemvtune_choice) = %d", uint32(out.size), unsafe.Sizeof(*out))
+	if err = outStruct("gemvtune_choice", out == nil, func() C.uint32_t { return out.size }, unsafe.Sizeof(*out)); err != nil {
 		return
 	}
 	var a, f string
@@ -427,12 +434,7 @@ func gemvtune_source(h *C.gemvtune_policy, arch, format, id C.gt_cstr, out *C.ge
 	if p, err = policyOf(h); err != nil {
 		return
 	}
-	if out == nil {
-		err = argErr("out (gemvtune_kernel_source*) is NULL")
-		return
-	}
-	if out.size < C.uint32_t(unsafe.Sizeof(*out)) {
-		err = argErr("gemvtune_kernel_source.size is %d, want sizeof(gemvtune_kernel_source) = %d", uint32(out.size), unsafe.Sizeof(*out))
+	if err = outStruct("gemvtune_kernel_source", out == nil, func() C.uint32_t { return out.size }, unsafe.Sizeof(*out)); err != nil {
 		return
 	}
 	var key [3]string
