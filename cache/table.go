@@ -107,8 +107,48 @@ func ReadTable(path string, opts *Options) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	t, err := db.readTable(false)
+	if errors.Is(err, ErrLocked) {
+		// A writer held the file past the wait: read a copy of it instead,
+		// without its lock. bbolt's meta checksums and the index's (or
+		// each record's) CRC-32C accept only a consistent copy.
+		if snap, serr := readSnapshot(path); serr == nil {
+			snap.notice = fmt.Sprintf("cache %s was held by a writer past the wait: read from a copy of it", path)
+			return snap, nil
+		}
+	}
+	return t, err
+}
+
+// readSnapshot copies the file at path and reads the table of the copy,
+// with the cubins it names copied too (their offsets in the original may
+// move under the writer).
+func readSnapshot(path string) (*Table, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp("", "gemvtune-snapshot-*.db")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	db := &DB{path: f.Name(), readOnly: true, timeout: 100 * time.Millisecond}
+	return db.readTable(true)
+}
+
+// readTable reads db's table in one read transaction; copyCubins copies
+// every located cubin out of the file.
+func (db *DB) readTable(copyCubins bool) (*Table, error) {
 	t := &Table{}
-	err = db.view(func(tx *bolt.Tx) error {
+	err := db.view(func(tx *bolt.Tx) error {
 		layout, err := db.checkMeta(tx)
 		if err != nil {
 			return err
@@ -116,11 +156,11 @@ func ReadTable(path string, opts *Options) (*Table, error) {
 		if layout == oldFileVersion {
 			t = tableOf(readOldLayout(tx))
 			t.notice = fmt.Sprintf("cache %s has layout %d of an older gemvtune: read from its %d records; autotune rewrites it",
-				path, oldFileVersion, t.Len())
+				db.path, oldFileVersion, t.Len())
 		} else {
 			t = loadTable(tx)
 		}
-		t.locateCubins(tx)
+		t.locateCubins(tx, copyCubins)
 		return nil
 	})
 	if err != nil {
@@ -442,7 +482,7 @@ func (t *Table) check(m int) error {
 }
 
 // locateCubins finds where each cubin the records name lies in the file.
-func (t *Table) locateCubins(tx *bolt.Tx) {
+func (t *Table) locateCubins(tx *bolt.Tx, copyAll bool) {
 	cb := tx.Bucket(bucketCubin)
 	if cb == nil {
 		return
@@ -455,7 +495,7 @@ func (t *Table) locateCubins(tx *bolt.Tx) {
 		}
 		if v := cb.Get([]byte(h)); v != nil {
 			ref := CubinRef{Hash: h, Off: fileOffset(v, base, size), Len: len(v)}
-			if ref.Off < 0 {
+			if ref.Off < 0 || copyAll {
 				// bbolt copied the value out of the map: it lies in a small
 				// inline bucket, so a copy costs little.
 				ref.data = bytes.Clone(v)
