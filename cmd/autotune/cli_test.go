@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -131,5 +132,33 @@ func TestFlagNamesAlike(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "q9") {
 			t.Errorf("bench %v: %v", args, err)
 		}
+	}
+}
+
+// TestCompletion: each shell's script names the commands, the flags and
+// the formats, and bash accepts its script.
+func TestCompletion(t *testing.T) {
+	for _, sh := range []string{"bash", "zsh", "fish"} {
+		var out bytes.Buffer
+		if err := completionMain([]string{sh}, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"doctor", "lookup", "formats", "q4_K", "llama-3-8b", "sm_90"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s script lacks %q", sh, want)
+			}
+		}
+		if sh == "bash" {
+			if bash, err := exec.LookPath("bash"); err == nil {
+				cmd := exec.Command(bash, "-n")
+				cmd.Stdin = &out
+				if b, err := cmd.CombinedOutput(); err != nil {
+					t.Errorf("bash -n: %v\n%s", err, b)
+				}
+			}
+		}
+	}
+	if err := completionMain([]string{"tcsh"}, io.Discard, io.Discard); err == nil {
+		t.Error("tcsh accepted")
 	}
 }
