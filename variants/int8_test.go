@@ -166,7 +166,7 @@ func TestInt8Knob(t *testing.T) {
 	}
 	for _, f := range variants.Families() {
 		name := f.Format().Name()
-		int8 := name != "bf16"
+		int8 := name != "bf16" && name != "f16"
 		step := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 256, "affine4": 64}[name]
 		acts := f.Activations()
 		if int8 && (len(acts) != 2 || acts[0] != 0 || acts[1] != 1) || !int8 && (len(acts) != 1 || acts[0] != 0) {

@@ -129,12 +129,13 @@ func TestReadGGUF(t *testing.T) {
 		"q8_0 1000x256 output.weight",
 		"q4_K 64x256 blk.1.attn_v.weight",
 		"bf16 512x256 blk.1.ffn_up.weight",
+		"f16 512x256 blk.0.ffn_up.weight",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("pairs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	notTuned := strings.Join(m.notTunedLines(), "\n")
-	if notTuned != "not tuned: F16 (1 tensors)\nnot tuned: Q6_K (1 tensors)" {
+	if notTuned != "not tuned: Q6_K (1 tensors)" {
 		t.Errorf("not tuned lines:\n%s", notTuned)
 	}
 }
@@ -154,8 +155,8 @@ func TestReadGGUFErrors(t *testing.T) {
 		}
 		return p
 	}
-	onlyF16 := filepath.Join(dir, "f16.gguf")
-	writeGGUF(t, onlyF16, []testTensor{{"blk.0.attn_q.weight", ggmlF16, []uint64{256, 256}}})
+	onlyQ6K := filepath.Join(dir, "q6k.gguf")
+	writeGGUF(t, onlyQ6K, []testTensor{{"blk.0.attn_q.weight", ggmlQ6_K, []uint64{256, 256}}})
 
 	tests := []struct {
 		name, path, want string
@@ -165,7 +166,7 @@ func TestReadGGUFErrors(t *testing.T) {
 		{"garbage", write("garbage.gguf", []byte("this is not a model file, just some text\n\nat all")), "want a GGUF"},
 		{"truncated", write("trunc.gguf", full[:200]), "--gguf"},
 		{"short data", write("short.gguf", full[:len(full)-1000]), "--gguf"},
-		{"nothing tunable", onlyF16, "found: F16"},
+		{"nothing tunable", onlyQ6K, "found: Q6_K"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

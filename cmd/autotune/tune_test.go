@@ -114,7 +114,7 @@ func TestParseShapes(t *testing.T) {
 
 func TestParseFormats(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"", "q4_0,q8_0,q4_K,affine4,bf16"},
+		{"", "q4_0,q8_0,q4_K,affine4,bf16,f16"},
 		{"q4_k,Q8_0,q4_K", "q4_K,q8_0"},
 		{"bf16", "bf16"},
 		{"q5_0", "error"},
@@ -151,18 +151,18 @@ func TestResolveJobs(t *testing.T) {
 		count int
 		notes []string // each must appear in the notes
 	}{
-		{name: "default model", flags: tuneFlags{}, count: 35},
+		{name: "default model", flags: tuneFlags{}, count: 7 * 6},
 		{name: "preset", flags: tuneFlags{model: "qwen2.5-7b", formats: "q4_K"}, jobs: []string{
 			"q4_K 3584x3584", "q4_K 512x3584", "q4_K 4608x3584", "q4_K 18944x3584", "q4_K 37888x3584", "q4_K 3584x18944", "q4_K 152064x3584"}},
 		{name: "shapes", flags: tuneFlags{shapes: "64x256,4096x80", formats: "bf16,q4_0"}, jobs: []string{
 			"bf16 64x256", "bf16 4096x80", "q4_0 64x256"},
 			notes: []string{"not tuned: q4_0 4096x80 (cols 80 is not a multiple of the 32-weight block)"}},
 		{name: "gguf", flags: tuneFlags{gguf: path}, jobs: []string{
-			"q4_0 256x256", "q4_0 64x256", "q8_0 256x512", "q8_0 1000x256", "q4_K 64x256", "bf16 512x256"},
-			notes: []string{"not tuned: F16 (1 tensors)", "not tuned: Q6_K (1 tensors)"}},
+			"q4_0 256x256", "q4_0 64x256", "q8_0 256x512", "q8_0 1000x256", "q4_K 64x256", "bf16 512x256", "f16 512x256"},
+			notes: []string{"not tuned: Q6_K (1 tensors)"}},
 		{name: "gguf narrowed", flags: tuneFlags{gguf: path, formats: "q8_0"}, jobs: []string{
 			"q8_0 256x512", "q8_0 1000x256"},
-			notes: []string{"not tuned: q4_0 256x256 (2 tensors; not in --formats)", "not tuned: F16 (1 tensors)"}},
+			notes: []string{"not tuned: q4_0 256x256 (2 tensors; not in --formats)", "not tuned: f16 512x256 (1 tensors; not in --formats)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,11 +236,11 @@ func TestDryRunSM70(t *testing.T) {
 		t.Fatalf("%v\nstderr: %s", err, errw.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	// A title, the header, 35 jobs and the total.
-	if len(lines) != 38 {
+	// A title, the header, 42 jobs and the total.
+	if len(lines) != 45 {
 		t.Fatalf("%d lines, want 38:\n%s", len(lines), out.String())
 	}
-	if !strings.HasPrefix(lines[37], "total: 35 jobs, ") {
+	if !strings.HasPrefix(lines[44], "total: 42 jobs, ") {
 		t.Errorf("last line %q", lines[37])
 	}
 	for _, l := range lines[2:37] {
