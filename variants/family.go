@@ -96,6 +96,9 @@ func (f *family) setRepacked(m map[int]repackedLayout) {
 	f.layouts = append([]int{0}, slices.Sorted(maps.Keys(m))...)
 }
 
+// ChunkWeights is the weights one lane consumes per step (GEMV_CHUNK).
+func (f *family) ChunkWeights() int { return f.chunk }
+
 // Layouts lists knob l's values: 0 (raw bytes) and the repacked layouts.
 func (f *family) Layouts() []int { return slices.Clone(f.layouts) }
 

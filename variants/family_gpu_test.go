@@ -58,8 +58,11 @@ type testShape struct {
 // smallest legal cols, a K tail (chunks per row not a multiple of 32*u for
 // any u), and the model shapes.
 func shapesFor(f variants.Family) []testShape {
-	step := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 256, "affine4": 64, "bf16": 8}[f.Format().Name()]
-	chunksPerStep := map[string]int{"q4_0": 1, "q8_0": 1, "q4_K": 4, "affine4": 2, "bf16": 1}[f.Format().Name()]
+	step := 1 // the smallest cols stock's gate accepts
+	for f.Gate(space.Stock, 1, step) != nil {
+		step++
+	}
+	chunksPerStep := step / f.ChunkWeights()
 	tailCols := step * (293 / chunksPerStep) // 293 or 292 or 292 chunks: never a multiple of 32*u
 	shapes := []testShape{
 		{"smallest-cols", 37, step, false},

@@ -103,6 +103,8 @@ type Launch struct {
 // Family is the kernel family of one format.
 type Family interface {
 	Format() Format
+	// ChunkWeights is the weights one lane consumes per step of the kernel.
+	ChunkWeights() int
 	// Layouts lists the values of knob l the family offers (0 = raw).
 	Layouts() []int
 	// Activations lists the values of knob a the family offers (0 = f32
