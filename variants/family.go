@@ -81,6 +81,18 @@ func newFamily(format, template string, chunk int, acts []int, bound float64) *f
 	}
 }
 
+// withShared appends a body file several families share (their own file
+// defines what it needs first) and hashes it with the rest.
+func (f *family) withShared(file string) {
+	body, err := kernelFiles.ReadFile(file)
+	if err != nil {
+		panic(fmt.Sprintf("variants: embedded %s: %v", file, err))
+	}
+	f.src += "\n" + string(body)
+	sum := sha256.Sum256([]byte(f.hash + "\x00" + string(body)))
+	f.hash = hex.EncodeToString(sum[:])[:16]
+}
+
 // Format returns the registered format; before the formats' init functions
 // ran (or if one is missing) a stand-in that only knows its name.
 func (f *family) Format() Format {
