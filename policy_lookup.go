@@ -225,8 +225,8 @@ func (p *Policy) fromCache(o order, arch, format string, sh space.Shape) Choice 
 	default:
 		return stock(p.cacheSource, "cache "+p.CachePath+" unusable: "+p.CacheErr.Error())
 	}
-	for k, why := range p.bad {
-		if k.Arch == arch && k.Format == format && k.Rows == sh.Rows && k.Cols == sh.Cols && (o.model == "" || k.Model == o.model) {
+	if len(p.bad) > 0 {
+		if why, ok := p.badEntry(arch, o.model, format, sh); ok {
 			return stock(SourceCorruptCache, "the cache entry for this shape is unreadable: "+why)
 		}
 	}
@@ -263,6 +263,21 @@ func (p *Policy) fromCache(o order, arch, format string, sh space.Shape) Choice 
 			first = c
 		}
 	}
+}
+
+// badEntry says why the entry of (arch, model, format, shape) could not be
+// read, if it could not; with no model named, any model's entry counts.
+func (p *Policy) badEntry(arch, model, format string, sh space.Shape) (string, bool) {
+	if model != "" {
+		why, ok := p.bad[cache.Key{Arch: arch, Model: model, Format: format, Rows: sh.Rows, Cols: sh.Cols}]
+		return why, ok
+	}
+	for k, why := range p.bad {
+		if k.Arch == arch && k.Format == format && k.Rows == sh.Rows && k.Cols == sh.Cols {
+			return why, true
+		}
+	}
+	return "", false
 }
 
 // models lists the models of the order's groups, in order.
