@@ -179,7 +179,7 @@ func (p *Policy) choose(a space.Arch, arch, model, format string, rows, cols int
 		}
 		return p.variant(fi, a, o, p.env.apply(f.params), why, rows, cols), nil
 	}
-	c := p.fromCache(o, arch, format, sh)
+	c := p.fromCache(o, a, arch, format, sh)
 	if len(p.env.overrides) > 0 {
 		if q := p.env.apply(c.Params); q != c.Params {
 			why := p.env.overrideText + " on top of " + c.ID + " (" + c.Source + ")"
@@ -189,16 +189,26 @@ func (p *Policy) choose(a space.Arch, arch, model, format string, rows, cols int
 	return c, nil
 }
 
+// admit is the one check every candidate of a lookup passes before it is
+// returned, whatever its origin (forced, overridden, tuned, nearest, an exact
+// alternative): its family's gate for the shape and the arch's limits. The
+// error reads after the variant's ID ("fails its gate for 4096x100: ...").
+func admit(fi *famInfo, a space.Arch, q space.Params, sh space.Shape) error {
+	if err := fi.fam.Gate(q, sh.Rows, sh.Cols); err != nil {
+		return fmt.Errorf("fails its gate for %s: %w", sh, err)
+	}
+	if err := space.ArchAllows(a, q); err != nil {
+		return fmt.Errorf("cannot run on %s: %w", a, err)
+	}
+	return nil
+}
+
 // variant checks a forced or overridden variant q against the gate, the
 // arch and GEMV_REQUIRE_EXACT; why names the variables behind it. A cubin
 // of q stored for any model of the arch serves.
 func (p *Policy) variant(fi *famInfo, a space.Arch, o order, q space.Params, why string, rows, cols int) Choice {
-	sh := space.Shape{Rows: rows, Cols: cols}
-	if err := fi.fam.Gate(q, rows, cols); err != nil {
-		return stock(SourceForcedGateFailed, why+": "+idOf(q)+" cannot run "+sh.String()+": "+err.Error())
-	}
-	if err := space.ArchAllows(a, q); err != nil {
-		return stock(SourceForcedGateFailed, why+": "+idOf(q)+" cannot run on "+a.String()+": "+err.Error())
+	if err := admit(fi, a, q, space.Shape{Rows: rows, Cols: cols}); err != nil {
+		return stock(SourceForcedGateFailed, why+": "+idOf(q)+" "+err.Error())
 	}
 	class := string(fi.fam.Class(q))
 	if p.env.requireExact && class != cache.ClassExact {
@@ -217,7 +227,7 @@ func (p *Policy) variant(fi *famInfo, a space.Arch, o order, q space.Params, why
 
 // fromCache is step 3 of Lookup: the GPU's own group first, then, where
 // it gives stock, another model's.
-func (p *Policy) fromCache(o order, arch, format string, sh space.Shape) Choice {
+func (p *Policy) fromCache(o order, a space.Arch, arch, format string, sh space.Shape) Choice {
 	switch p.cacheSource {
 	case "":
 	case SourceBusyCache:
@@ -251,7 +261,7 @@ func (p *Policy) fromCache(o order, arch, format string, sh space.Shape) Choice 
 			}
 			return first
 		}
-		c := p.fromGroup(o.fi, g, arch, format, sh)
+		c := p.fromGroup(o.fi, a, g, arch, format, sh)
 		if !c.Params.IsStock() || c.Evidence != nil {
 			if !own {
 				c.Reason = "nothing usable tuned on " + o.model + "; from " + g.model + ": " + c.Reason
@@ -300,7 +310,7 @@ func modelName(model string) string {
 }
 
 // fromGroup is the choice the records of one group give.
-func (p *Policy) fromGroup(fi *famInfo, g *group, arch, format string, sh space.Shape) Choice {
+func (p *Policy) fromGroup(fi *famInfo, a space.Arch, g *group, arch, format string, sh space.Shape) Choice {
 	j := g.find(p, sh.Rows, sh.Cols)
 	if j >= 0 {
 		m := &g.keys[j]
@@ -309,12 +319,12 @@ func (p *Policy) fromGroup(fi *famInfo, g *group, arch, format string, sh space.
 		case !m.current:
 			return stock(SourceStale, "the record for this shape is stale: "+g.staleWhy[m.i])
 		case p.env.requireExact && s.Class != cache.ClassExact && s.Exact.Present:
-			return p.exactChoice(fi, g, &s, sh, SourceTuned, "for this shape")
+			return p.exactChoice(fi, a, g, &s, sh, SourceTuned, "for this shape")
 		case p.env.requireExact && s.Class != cache.ClassExact:
 			return stock(SourceDefault, "the tuned winner "+idOf(s.Params)+" is "+s.Class+"-class and GEMV_REQUIRE_EXACT=1")
 		}
-		if err := fi.fam.Gate(s.Params, sh.Rows, sh.Cols); err != nil {
-			return stock(SourceDefault, "the tuned winner "+idOf(s.Params)+" fails this build's gate: "+err.Error())
+		if err := admit(fi, a, s.Params, sh); err != nil {
+			return stock(SourceDefault, "the tuned winner "+idOf(s.Params)+" "+err.Error())
 		}
 		return p.fromSummary(g, &s, SourceTuned, "tuned for this shape on "+s.GPUName+": "+s.Decision)
 	}
@@ -323,20 +333,20 @@ func (p *Policy) fromGroup(fi *famInfo, g *group, arch, format string, sh space.
 		return stock(SourceDefault, "no usable tuned "+format+" record on "+arch+" with "+itoa(sh.Cols)+" cols")
 	}
 	tunedRows := int(g.keys[j].key & 0xffffffff)
-	if c := g.near[j].Load(); c != nil && fi.fam.Gate(c.Params, sh.Rows, sh.Cols) == nil {
+	if c := g.near[j].Load(); c != nil && admit(fi, a, c.Params, sh) == nil {
 		return atRows(*c, tunedRows, sh.Rows)
 	}
 	s := p.t.Summary(int(g.keys[j].i))
 	if p.env.requireExact && s.Class != cache.ClassExact {
 		// nearest only returns such a record when it has an exact alternative.
-		c := p.exactChoice(fi, g, &s, sh, SourceNearest, "at the nearest tuned shape "+s.Shape().String()+" (same cols, closest rows)")
+		c := p.exactChoice(fi, a, g, &s, sh, SourceNearest, "at the nearest tuned shape "+s.Shape().String()+" (same cols, closest rows)")
 		if c.Source == SourceNearest {
 			g.near[j].Store(&c)
 		}
 		return atRows(c, tunedRows, sh.Rows)
 	}
-	if err := fi.fam.Gate(s.Params, sh.Rows, sh.Cols); err != nil {
-		return stock(SourceDefault, "nearest tuned shape "+s.Shape().String()+" has winner "+idOf(s.Params)+", whose gate fails here: "+err.Error())
+	if err := admit(fi, a, s.Params, sh); err != nil {
+		return stock(SourceDefault, "nearest tuned shape "+s.Shape().String()+" has winner "+idOf(s.Params)+", which "+err.Error())
 	}
 	c := p.fromSummary(g, &s, SourceNearest, "nearest tuned shape "+s.Shape().String()+" (same cols, closest rows) on "+s.GPUName+": "+s.Decision)
 	g.near[j].Store(&c)
@@ -471,7 +481,7 @@ func (p *Policy) fromSummary(g *group, s *cache.Summary, source, reason string) 
 // (source), or stock (source) when no exact variant beat stock, or stock
 // ("default") when the alternative's gate fails for sh. where says which
 // record, e.g. "for this shape".
-func (p *Policy) exactChoice(fi *famInfo, g *group, s *cache.Summary, sh space.Shape, source, where string) Choice {
+func (p *Policy) exactChoice(fi *famInfo, a space.Arch, g *group, s *cache.Summary, sh space.Shape, source, where string) Choice {
 	x := &s.Exact
 	ev := &Evidence{MedianUS: x.MedianUS, GBs: x.GBs, PctCeiling: x.PctCeiling, Speedup: x.Speedup, P: x.P,
 		GPUName: s.GPUName, Time: s.Time, TunedShape: s.Shape().String()}
@@ -486,9 +496,9 @@ func (p *Policy) exactChoice(fi *famInfo, g *group, s *cache.Summary, sh space.S
 	if !ok {
 		id = idOf(x.Params)
 	}
-	if err := fi.fam.Gate(x.Params, sh.Rows, sh.Cols); err != nil {
+	if err := admit(fi, a, x.Params, sh); err != nil {
 		return stock(SourceDefault, "the best exact variant "+where+", "+id+" (GEMV_REQUIRE_EXACT=1; "+winner+
-			"), fails this build's gate for "+sh.String()+": "+err.Error())
+			"), "+err.Error())
 	}
 	return Choice{
 		ID: id, Params: x.Params, Class: cache.ClassExact, Source: source,
