@@ -11,6 +11,7 @@ import (
 	"github.com/gemvtune/gemvtune"
 	"github.com/gemvtune/gemvtune/cache"
 	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
 )
 
 func open(t *testing.T, path string, vars map[string]string) *gemvtune.Policy {
@@ -282,7 +283,7 @@ func TestLookupErrors(t *testing.T) {
 		want         string
 	}{
 		{"sm90", "q4_0", 64, 64, `arch "sm90": want sm_XY, e.g. sm_90`},
-		{"sm_90", "q5_0", 64, 64, `"q5_0": accepted q4_0, q8_0, q4_K, affine4, bf16`},
+		{"sm_90", "q5_0", 64, 64, `"q5_0": accepted ` + strings.Join(variants.FormatNames, ", ")},
 		{"sm_90", "q4_0", 0, 64, "must be positive"},
 		{"sm_90", "q4_0", 64, -32, "must be positive"},
 		{"sm_90", "q4_0", 64, 100, "multiple of"},

@@ -81,9 +81,11 @@ func newFamily(format, template string, chunk int, acts []int, bound float64) *f
 	}
 }
 
-// withShared appends a body file several families share (their own file
-// defines what it needs first) and hashes it with the rest.
-func (f *family) withShared(file string) {
+// withFile appends another kernel file to the source and hashes it with
+// the rest: a body several families share, after the family's file that
+// defines what it needs (dense16.cu), or the family's file after the
+// helpers it uses (kquant.cu).
+func (f *family) withFile(file string) {
 	body, err := kernelFiles.ReadFile(file)
 	if err != nil {
 		panic(fmt.Sprintf("variants: embedded %s: %v", file, err))

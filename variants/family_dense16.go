@@ -6,7 +6,7 @@ package variants
 func init() {
 	for _, name := range []string{"bf16", "f16"} {
 		f := newFamily(name, "kernels/"+name+".cu", 8, []int{0}, boundF32)
-		f.withShared("kernels/dense16.cu")
+		f.withFile("kernels/dense16.cu")
 		f.rings = map[int]ringParts{0: {p16: 1}}
 		f.bulk = []int{0} // a warp step: 256 weights of a row, 512 contiguous bytes
 		registerFamily(f)

@@ -7,7 +7,8 @@ package variants
 // 2048). Activations: f32 (a=0, exact) or int8 per sub-block of 32 with
 // dp4a (a=1, needs s=1, tolerance).
 func init() {
-	f := newFamily("q4_K", "kernels/q4_K.cu", 64, []int{0, 1}, boundF32)
+	f := newFamily("q4_K", "kernels/kquant.cu", 64, []int{0, 1}, boundF32)
+	f.withFile("kernels/q4_K.cu")
 	f.setRepacked(map[int]repackedLayout{1: interleavedLayout(q4K{})})
 	ring := ringParts{p16: 3} // header, low and high halves of the quants
 	f.rings = map[int]ringParts{0: ring, 1: ring}

@@ -101,12 +101,27 @@ func dequantizeQ4KBlock(blk []byte, y []float32) {
 }
 
 // quantizeQ4KBlock is a simple min/max quantizer, not ggml's iterative
-// make_qkx2_quants: each sub-block's offset m1 covers its minimum (clamped
-// at 0) and its step d1 covers the rest of its range. The super-block
-// scales d and dmin are rounded up to the next float16 so the 6-bit
-// multipliers, also rounded up, never fall short of the range. Weights then
-// take q = clamp(rint((x + m1)/d1), 0, 15), as in quantize_row_q4_K_ref.
+// make_qkx2_quants (kQuantize with 4-bit weights), packed as
+// quantize_row_q4_K_ref packs them.
 func quantizeQ4KBlock(x []float32, dst []byte) {
+	L := kQuantize(x, 15, dst)
+	q := dst[16:q4KBytes]
+	for j := 0; j < q4KWeights; j += 64 {
+		for l := 0; l < 32; l++ {
+			q[j/2+l] = L[j+l] | L[j+l+32]<<4
+		}
+	}
+}
+
+// kQuantize sets the 16-byte header of a q4_K or q5_K super-block (f16 d,
+// f16 dmin, 12 bytes of 6-bit scales and mins) for the 256 weights x and
+// returns their levels 0..nmax. Each sub-block's offset m1 covers its
+// minimum (clamped at 0) and its step d1 covers the rest of its range. The
+// super-block scales d and dmin are rounded up to the next float16 so the
+// 6-bit multipliers, also rounded up, never fall short of the range.
+// Weights then take q = clamp(rint((x + m1)/d1), 0, nmax), as in
+// quantize_row_q4_K_ref and _q5_K_ref.
+func kQuantize(x []float32, nmax float32, dst []byte) (L [q4KWeights]uint8) {
 	var lo, hi [q4KSubBlocks]float32
 	var maxMin float32
 	for j := range q4KSubBlocks {
@@ -125,7 +140,7 @@ func quantizeQ4KBlock(x []float32, dst []byte) {
 	for j := range q4KSubBlocks {
 		lm[j] = ceil6(lo[j], dmin)
 		m1 := dmin * float32(lm[j])
-		need[j] = max(0, (hi[j]+m1)/15)
+		need[j] = max(0, (hi[j]+m1)/nmax)
 		maxNeed = max(maxNeed, need[j])
 	}
 	d := f16Ceil(maxNeed / 63)
@@ -138,7 +153,6 @@ func quantizeQ4KBlock(x []float32, dst []byte) {
 		ls[j] = ceil6(need[j], d)
 		putScaleMinK4(j, ls[j], lm[j], scales)
 	}
-	var L [q4KWeights]uint8
 	for j := range q4KSubBlocks {
 		d1 := d * float32(ls[j])
 		if d1 == 0 {
@@ -147,15 +161,10 @@ func quantizeQ4KBlock(x []float32, dst []byte) {
 		m1 := dmin * float32(lm[j])
 		for i := 0; i < q4KSubWeights; i++ {
 			v := roundEven32(float32(x[j*q4KSubWeights+i]+m1) / d1)
-			L[j*q4KSubWeights+i] = uint8(max(0, min(15, v)))
+			L[j*q4KSubWeights+i] = uint8(max(0, min(nmax, v)))
 		}
 	}
-	q := dst[16:q4KBytes]
-	for j := 0; j < q4KWeights; j += 64 {
-		for l := 0; l < 32; l++ {
-			q[j/2+l] = L[j+l] | L[j+l+32]<<4
-		}
-	}
+	return L
 }
 
 // f16Ceil returns the smallest float16 value (as float32) >= v, for v >= 0

@@ -49,7 +49,7 @@ func randX(rng *rand.Rand, n int) []float32 {
 }
 
 func TestFormatsRegistered(t *testing.T) {
-	want := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 256, "affine4": 64, "bf16": 1, "f16": 1}
+	want := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 256, "q5_K": 256, "q6_K": 256, "affine4": 64, "bf16": 1, "f16": 1}
 	fs := variants.Formats()
 	if len(fs) != len(variants.FormatNames) {
 		t.Fatalf("Formats() has %d formats, want %d", len(fs), len(variants.FormatNames))
@@ -173,7 +173,7 @@ func itoa(n int64) string {
 }
 
 func TestQuantizeNonFinite(t *testing.T) {
-	for _, name := range []string{"q4_0", "q8_0", "q4_K", "affine4"} {
+	for _, name := range []string{"q4_0", "q8_0", "q4_K", "q5_K", "q6_K", "affine4"} {
 		f := mustFormat(t, name)
 		cols := f.BlockWeights()
 		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
@@ -207,14 +207,14 @@ type boundFunc func(w []float32, b []byte, rows, cols, i int) float64
 
 func TestRoundTrip(t *testing.T) {
 	bounds := map[string]boundFunc{
-		"q4_0": q4_0Bound, "q8_0": q8_0Bound, "q4_K": q4KBound, "affine4": affine4Bound, "bf16": bf16Bound,
-		"f16": f16Bound,
+		"q4_0": q4_0Bound, "q8_0": q8_0Bound, "q4_K": q4KBound, "q5_K": q5KBound, "q6_K": q6KBound,
+		"affine4": affine4Bound, "bf16": bf16Bound, "f16": f16Bound,
 	}
 	// The RMS of the error relative to the RMS of the weights, for these
 	// Gaussian-with-outliers weights and at least 10^4 of them, must stay
-	// below these (measured: q4_0 0.103, q8_0 0.0065, q4_K 0.086,
+	// below these (measured: q4_0 0.103, q8_0 0.0065, q4_K 0.086, q5_K 0.042, q6_K 0.021,
 	// affine4 0.103, bf16 0.0017).
-	rmsBound := map[string]float64{"q4_0": 0.12, "q8_0": 0.008, "q4_K": 0.1, "affine4": 0.12, "bf16": 0.0025, "f16": 0.0004}
+	rmsBound := map[string]float64{"q4_0": 0.12, "q8_0": 0.008, "q4_K": 0.1, "q5_K": 0.05, "q6_K": 0.025, "affine4": 0.12, "bf16": 0.0025, "f16": 0.0004}
 	shapes := [][2]int{{1, 256}, {3, 512}, {17, 1024}, {64, 4096}}
 	for _, f := range variants.Formats() {
 		rng := rand.New(rand.NewPCG(11, uint64(len(f.Name()))))

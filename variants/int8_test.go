@@ -167,7 +167,7 @@ func TestInt8Knob(t *testing.T) {
 	for _, f := range variants.Families() {
 		name := f.Format().Name()
 		int8 := name != "bf16" && name != "f16"
-		step := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 256, "affine4": 64}[name]
+		step := f.Format().BlockWeights()
 		acts := f.Activations()
 		if int8 && (len(acts) != 2 || acts[0] != 0 || acts[1] != 1) || !int8 && (len(acts) != 1 || acts[0] != 0) {
 			t.Errorf("%s: Activations() = %v", name, acts)
@@ -229,10 +229,11 @@ func TestInt8Knob(t *testing.T) {
 			t.Errorf("%s Gate(a1, 8x%d) = %v", name, step+16, err)
 		}
 		// 48 bytes per group of 32 x: 32 int8, f32 scale, int32 sum, 8
-		// bytes of padding; q4_K: 16 more per chunk of two groups.
+		// bytes of padding; the K-quants: 16 more per chunk of two groups.
+		chunk := f.ChunkWeights()
 		for _, cols := range []int{256, 4096, 14336} {
 			want := cols / 32 * 48
-			if name == "q4_K" {
+			if chunk == 64 {
 				want = cols / 64 * 112
 			}
 			l := f.Launch(a1, 100, cols)
@@ -240,7 +241,6 @@ func TestInt8Knob(t *testing.T) {
 				t.Errorf("%s Launch(a1, 100x%d) = %+v, want smem %d grid 7 block 256", name, cols, l, want)
 			}
 		}
-		chunk := map[string]int{"q4_0": 32, "q8_0": 32, "q4_K": 64, "affine4": 32}[name]
 		if got := f.Launch(withA(a1, 0), 100, 4096).SharedBytes; got != uint32(4096*4+4096/chunk*16) {
 			t.Errorf("%s a=0 s=1 smem %d changed", name, got)
 		}

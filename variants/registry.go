@@ -6,7 +6,7 @@ import (
 )
 
 // FormatNames lists the formats in the order of docs/design.md §3.
-var FormatNames = []string{"q4_0", "q8_0", "q4_K", "affine4", "bf16", "f16"}
+var FormatNames = []string{"q4_0", "q8_0", "q4_K", "q5_K", "q6_K", "affine4", "bf16", "f16"}
 
 var (
 	formats  = map[string]Format{}

@@ -17,13 +17,15 @@ const (
 	ggmlQ4_0 = 2
 	ggmlQ8_0 = 8
 	ggmlQ4_K = 12
+	ggmlQ5_K = 13
 	ggmlQ6_K = 14
+	ggmlQ2_K = 10 // a type no family holds
 	ggmlBF16 = 30
 )
 
 var ggmlBlock = map[uint32][2]int{ // type → {weights per block, bytes per block}
 	ggmlF32: {1, 4}, ggmlF16: {1, 2}, ggmlQ4_0: {32, 18}, ggmlQ8_0: {32, 34},
-	ggmlQ4_K: {256, 144}, ggmlQ6_K: {256, 210}, ggmlBF16: {1, 2},
+	ggmlQ4_K: {256, 144}, ggmlQ5_K: {256, 176}, ggmlQ6_K: {256, 210}, ggmlQ2_K: {256, 84}, ggmlBF16: {1, 2},
 }
 
 // testTensor is one tensor of a test GGUF file; dims are GGUF's ne[],
@@ -105,6 +107,7 @@ var smallModel = []testTensor{
 	{"blk.1.attn_v.weight", ggmlQ4_K, []uint64{256, 64}},
 	{"blk.1.ffn_gate.weight", ggmlQ6_K, []uint64{256, 512}},
 	{"blk.1.ffn_up.weight", ggmlBF16, []uint64{256, 512}},
+	{"blk.1.ffn_down.weight", ggmlQ2_K, []uint64{512, 256}},
 	{"output.weight", ggmlQ8_0, []uint64{256, 1000}}, // the lm head: kept
 }
 
@@ -128,6 +131,7 @@ func TestReadGGUF(t *testing.T) {
 		"q8_0 256x512 blk.0.ffn_down.weight",
 		"q8_0 1000x256 output.weight",
 		"q4_K 64x256 blk.1.attn_v.weight",
+		"q6_K 512x256 blk.1.ffn_gate.weight",
 		"bf16 512x256 blk.1.ffn_up.weight",
 		"f16 512x256 blk.0.ffn_up.weight",
 	}
@@ -135,7 +139,7 @@ func TestReadGGUF(t *testing.T) {
 		t.Errorf("pairs:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	notTuned := strings.Join(m.notTunedLines(), "\n")
-	if notTuned != "not tuned: Q6_K (1 tensors)" {
+	if notTuned != "not tuned: Q2_K (1 tensors)" {
 		t.Errorf("not tuned lines:\n%s", notTuned)
 	}
 }
@@ -155,8 +159,8 @@ func TestReadGGUFErrors(t *testing.T) {
 		}
 		return p
 	}
-	onlyQ6K := filepath.Join(dir, "q6k.gguf")
-	writeGGUF(t, onlyQ6K, []testTensor{{"blk.0.attn_q.weight", ggmlQ6_K, []uint64{256, 256}}})
+	onlyQ2K := filepath.Join(dir, "q2k.gguf")
+	writeGGUF(t, onlyQ2K, []testTensor{{"blk.0.attn_q.weight", ggmlQ2_K, []uint64{256, 256}}})
 
 	tests := []struct {
 		name, path, want string
@@ -166,7 +170,7 @@ func TestReadGGUFErrors(t *testing.T) {
 		{"garbage", write("garbage.gguf", []byte("this is not a model file, just some text\n\nat all")), "want a GGUF"},
 		{"truncated", write("trunc.gguf", full[:200]), "--gguf"},
 		{"short data", write("short.gguf", full[:len(full)-1000]), "--gguf"},
-		{"nothing tunable", onlyQ6K, "found: Q6_K"},
+		{"nothing tunable", onlyQ2K, "found: Q2_K"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,6 +185,73 @@ func TestReadGGUFErrors(t *testing.T) {
 			}
 			if !strings.Contains(msg, tt.want) {
 				t.Errorf("error %q does not contain %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+// llamaLike is a two-layer llama in the tensor types llama.cpp's quantize
+// gives a file of type ftype (hidden 256, kv 64, ffn 512, vocab 1000):
+// mostly main, with attn_v and ffn_down of one layer and the lm head in
+// the mix type (Q4_K_M, Q5_K_M: Q6_K), the norms F32.
+func llamaLike(main, mix uint32) []testTensor {
+	var ts []testTensor
+	ts = append(ts, testTensor{"token_embd.weight", main, []uint64{256, 1000}})
+	for l, down := range []uint32{mix, main} {
+		blk := func(n string) string { return "blk." + string(rune('0'+l)) + "." + n }
+		ts = append(ts,
+			testTensor{blk("attn_norm.weight"), ggmlF32, []uint64{256}},
+			testTensor{blk("attn_q.weight"), main, []uint64{256, 256}},
+			testTensor{blk("attn_k.weight"), main, []uint64{256, 64}},
+			testTensor{blk("attn_v.weight"), down, []uint64{256, 64}},
+			testTensor{blk("attn_output.weight"), main, []uint64{256, 256}},
+			testTensor{blk("ffn_norm.weight"), ggmlF32, []uint64{256}},
+			testTensor{blk("ffn_gate.weight"), main, []uint64{256, 512}},
+			testTensor{blk("ffn_up.weight"), main, []uint64{256, 512}},
+			testTensor{blk("ffn_down.weight"), down, []uint64{512, 256}},
+		)
+	}
+	return append(ts, testTensor{"output_norm.weight", ggmlF32, []uint64{256}},
+		testTensor{"output.weight", mix, []uint64{256, 1000}})
+}
+
+// TestGGUFFileTypes: --gguf tunes every multiplied tensor of the common
+// file types, all but token_embd (gathered, not multiplied), and says
+// nothing is left untuned.
+func TestGGUFFileTypes(t *testing.T) {
+	for _, ft := range []struct {
+		name      string
+		main, mix uint32
+	}{
+		{"Q4_K_M", ggmlQ4_K, ggmlQ6_K}, {"Q5_K_M", ggmlQ5_K, ggmlQ6_K}, {"Q6_K", ggmlQ6_K, ggmlQ6_K},
+		{"Q8_0", ggmlQ8_0, ggmlQ8_0}, {"Q4_0", ggmlQ4_0, ggmlQ6_K}, {"BF16", ggmlBF16, ggmlBF16}, {"F16", ggmlF16, ggmlF16},
+	} {
+		t.Run(ft.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), ft.name+".gguf")
+			tensors := llamaLike(ft.main, ft.mix)
+			writeGGUF(t, path, tensors)
+			m, err := readGGUF(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if lines := m.notTunedLines(); len(lines) > 0 {
+				t.Errorf("not tuned: %v", lines)
+			}
+			tuned := map[string]bool{}
+			for _, p := range m.Pairs {
+				for _, n := range p.Tensors {
+					tuned[n] = true
+				}
+			}
+			for _, tt := range tensors {
+				want := len(tt.dims) == 2 && tt.name != "token_embd.weight"
+				if tuned[tt.name] != want {
+					t.Errorf("%s tuned %v, want %v", tt.name, tuned[tt.name], want)
+				}
+			}
+			jobs, notes, err := resolveJobs(tuneFlags{gguf: path})
+			if err != nil || len(jobs) != len(m.Pairs) || len(notes) > 0 {
+				t.Errorf("resolveJobs: %d jobs for %d pairs, notes %q, err %v", len(jobs), len(m.Pairs), notes, err)
 			}
 		})
 	}

@@ -39,7 +39,7 @@ func TestTuneFlagErrors(t *testing.T) {
 		{"shape without x", []string{"--shapes", "4096"}, true, "ROWSxCOLS"},
 		{"zero cols", []string{"--shapes", "4096x0"}, true, "positive"},
 		{"empty shape", []string{"--shapes", "4096x4096,,1024x4096"}, true, "--shapes"},
-		{"unknown format", []string{"--formats", "q4_0,q5_0"}, true, "accepted: q4_0, q8_0, q4_K, affine4, bf16"},
+		{"unknown format", []string{"--formats", "q4_0,q5_0"}, true, "accepted: " + strings.Join(variants.FormatNames, ", ")},
 		{"two sources", []string{"--model", "llama-3-8b", "--shapes", "4096x4096"}, true, "one of --model, --shapes and --gguf"},
 		{"negative budget", []string{"--budget", "-1"}, true, "--budget -1"},
 		{"budget not a number", []string{"--budget", "many"}, true, "invalid value"},
@@ -114,7 +114,7 @@ func TestParseShapes(t *testing.T) {
 
 func TestParseFormats(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"", "q4_0,q8_0,q4_K,affine4,bf16,f16"},
+		{"", strings.Join(variants.FormatNames, ",")},
 		{"q4_k,Q8_0,q4_K", "q4_K,q8_0"},
 		{"bf16", "bf16"},
 		{"q5_0", "error"},
@@ -151,15 +151,15 @@ func TestResolveJobs(t *testing.T) {
 		count int
 		notes []string // each must appear in the notes
 	}{
-		{name: "default model", flags: tuneFlags{}, count: 7 * 6},
+		{name: "default model", flags: tuneFlags{}, count: 7 * len(variants.FormatNames)},
 		{name: "preset", flags: tuneFlags{model: "qwen2.5-7b", formats: "q4_K"}, jobs: []string{
 			"q4_K 3584x3584", "q4_K 512x3584", "q4_K 4608x3584", "q4_K 18944x3584", "q4_K 37888x3584", "q4_K 3584x18944", "q4_K 152064x3584"}},
 		{name: "shapes", flags: tuneFlags{shapes: "64x256,4096x80", formats: "bf16,q4_0"}, jobs: []string{
 			"bf16 64x256", "bf16 4096x80", "q4_0 64x256"},
 			notes: []string{"not tuned: q4_0 4096x80 (cols 80 is not a multiple of the 32-weight block)"}},
 		{name: "gguf", flags: tuneFlags{gguf: path}, jobs: []string{
-			"q4_0 256x256", "q4_0 64x256", "q8_0 256x512", "q8_0 1000x256", "q4_K 64x256", "bf16 512x256", "f16 512x256"},
-			notes: []string{"not tuned: Q6_K (1 tensors)"}},
+			"q4_0 256x256", "q4_0 64x256", "q8_0 256x512", "q8_0 1000x256", "q4_K 64x256", "q6_K 512x256", "bf16 512x256", "f16 512x256"},
+			notes: []string{"not tuned: Q2_K (1 tensors)"}},
 		{name: "gguf narrowed", flags: tuneFlags{gguf: path, formats: "q8_0"}, jobs: []string{
 			"q8_0 256x512", "q8_0 1000x256"},
 			notes: []string{"not tuned: q4_0 256x256 (2 tensors; not in --formats)", "not tuned: f16 512x256 (1 tensors; not in --formats)"}},
@@ -236,14 +236,15 @@ func TestDryRunSM70(t *testing.T) {
 		t.Fatalf("%v\nstderr: %s", err, errw.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	// A title, the header, 42 jobs and the total.
-	if len(lines) != 45 {
-		t.Fatalf("%d lines, want 38:\n%s", len(lines), out.String())
+	// A title, the header, 7 shapes of every format and the total.
+	jobs := 7 * len(variants.FormatNames)
+	if len(lines) != jobs+3 {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), jobs+3, out.String())
 	}
-	if !strings.HasPrefix(lines[44], "total: 42 jobs, ") {
-		t.Errorf("last line %q", lines[37])
+	if want := fmt.Sprintf("total: %d jobs, ", jobs); !strings.HasPrefix(lines[jobs+2], want) {
+		t.Errorf("last line %q, want it to start with %q", lines[jobs+2], want)
 	}
-	for _, l := range lines[2:37] {
+	for _, l := range lines[2 : jobs+2] {
 		f := strings.Fields(l)
 		if len(f) < 5 || f[2] == "0" {
 			t.Errorf("row %q: no candidate left", l)

@@ -106,29 +106,6 @@ __device__ __forceinline__ void chunk_zero(Chunk& ch) {
     ch.b = make_uint4(0, 0, 0, 0);
 }
 
-// Scales and mins of sub-blocks 2j and 2j+1 (ggml get_scale_min_k4), as
-// d1, m1, d2, m2 in f32 exactly as ggml computes them. Both sub-blocks'
-// 6-bit values are assembled side by side in the two low bytes of one
-// word: for j < 2 bytes 2j, 2j+1 of the scales (y) and mins (z), masked to
-// 6 bits; for j >= 2 the low (scales) or high (mins) nibbles of bytes
-// 2j+4, 2j+5 (w) with the top two bits of y or z above them.
-__device__ __forceinline__ void q4k_scales(const uint4& h, int j, float& d1, float& m1, float& d2, float& m2) {
-    const float d = gemv_h2f(h.x);
-    const float dmin = gemv_h2f(h.x >> 16);
-    const u32 sh = (u32)(j & 1) * 16u;
-    const u32 y = h.y >> sh, z = h.z >> sh, w = h.w >> sh;
-    const bool hi = j >= 2;
-    const u32 sc = hi ? ((w & 0x0F0Fu) | ((y >> 2) & 0x3030u)) : (y & 0x3F3Fu);
-    const u32 mn = hi ? (((w >> 4) & 0x0F0Fu) | ((z >> 2) & 0x3030u)) : (z & 0x3F3Fu);
-    d1 = __fmul_rn(d, __uint2float_rn(sc & 0xFFu)); m1 = __fmul_rn(dmin, __uint2float_rn(mn & 0xFFu));
-    d2 = __fmul_rn(d, __uint2float_rn(sc >> 8)); m2 = __fmul_rn(dmin, __uint2float_rn(mn >> 8));
-}
-
-// The quarter j of chunk c is c & 3; the kernel gives lane l the chunks
-// l, l+32, ... (prelude.cu), so j is lane & 3 for all of them: a constant
-// per thread the compiler can hoist out of the loop.
-__device__ __forceinline__ int q4k_quarter(int c) { return (int)(threadIdx.x & 3u); }
-
 #if GEMV_A
 // dp4a with a's bytes unsigned (0..255): a high nibble can then stay in
 // place, byte & 0xF0 = 16 * nibble, and the sum is divided by 16 once
@@ -151,7 +128,7 @@ __device__ __forceinline__ int q4k_dp4a_hi(u32 a, int b, int c) {
 // and made one of affine4's winners spill, so they keep one chain.
 #define Q4K_DP(w, xv, acc) (half == 0 ? gemv_dp4a((int)((w) & 0x0F0F0F0Fu), (int)(xv), (acc)) : q4k_dp4a_hi((w), (int)(xv), (acc)))
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
-    const int j = q4k_quarter(c);
+    const int j = kq_quarter();
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         uint4 xl, xh, m;
@@ -172,7 +149,7 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
             t = Q4K_DP(b.w, xh.w, t);
             s = half == 0 ? s + t : (s + t) >> 4;
             float d1, m1, d2, m2;
-            q4k_scales(ch[i].h, j, d1, m1, d2, m2);
+            kq_scales(ch[i].h, j, d1, m1, d2, m2);
             const float dd = half == 0 ? d1 : d2;
             const float mm = half == 0 ? m1 : m2;
             acc[i] = __fadd_rn(acc[i], __fmaf_rn(__fmul_rn(dd, dx), __int2float_rn(s), -__fmul_rn(__fmul_rn(mm, dx), sx)));
@@ -181,7 +158,7 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
 }
 #else
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
-    const int j = q4k_quarter(c);
+    const int j = kq_quarter();
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         float sq[GEMV_R];
@@ -212,7 +189,7 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
 #pragma unroll
         for (int i = 0; i < GEMV_R; i++) {
             float d1, m1, d2, m2;
-            q4k_scales(ch[i].h, j, d1, m1, d2, m2);
+            kq_scales(ch[i].h, j, d1, m1, d2, m2);
             const float dd = half == 0 ? d1 : d2;
             const float mm = half == 0 ? m1 : m2;
             acc[i] = __fadd_rn(acc[i], __fmaf_rn(dd, sq[i], -__fmul_rn(mm, sx)));
