@@ -18,6 +18,18 @@
 #           what is copied and how (LDGSTS, UBLKCP, SYNCS, LDS, LDG), and
 #           the first three global reads or copies of each as written:
 #           $OUT/sass.txt
+#   families F  (F a regexp of formats) their families on the GPU, sampled
+#           without -short (every one-knob deviation, corners, every 29th
+#           variant): $OUT/ftest.log
+#   bench4  `autotune bench` of q5_K, q6_K and f16 at 28672x8192,
+#           4096x14336, 14336x4096 and 4096x4096 from .gpubin/tune.db (a
+#           cache `tune` left, carried back) or /tmp/gemv-tune.db:
+#           $OUT/bench4.txt
+#   ggml    builds ggml's test-backend-ops with CUDA (sm_90 only, no flash
+#           attention, no NCCL) from .peer/ggml.tar.gz, with the MUL_MAT
+#           perf cases at those four shapes, and runs them for n=1:
+#           $OUT/ggml.txt
+# `tune` also leaves its cache in $OUT/tune.db.
 # The sixth session ran `tests`, then `sass` and `tune bench` (the wall
 # time of `tune` is also in $OUT/tune_wall.txt). The seventh ran `tests
 # tune bench`, `tests sass tune bench bench`, `tune report bench` and, on
@@ -43,6 +55,30 @@ tune)
 	echo "tune exit ${PIPESTATUS[0]} wall $(( $(date +%s) - t0 )) s" | tee $OUT/tune_wall.txt
 	tail -3 $OUT/tune.err
 	$A show --cache /tmp/gemv-tune.db > $OUT/show.txt 2>&1
+	cp /tmp/gemv-tune.db $OUT/tune.db
+	;;
+families)
+	fam=${2:?families needs a format regexp}; shift
+	(cd variants && GEMV_TEST_SPACE=sample timeout 400 $R/.gpubin/variants.test -test.run "TestFamiliesOnGPU/($fam)\$" -test.v > $OUT/ftest.log 2>&1); rc=$?
+	echo "variants.test families $fam exit $rc"; grep -E "^(---|    ---|ok|PASS|FAIL)|variants built|use local memory|variants ok" $OUT/ftest.log | head -20
+	[ $rc -eq 0 ] || { grep -B3 -A3 "FAIL\|Error" $OUT/ftest.log | head -40; exit 1; }
+	;;
+bench4)
+	db=/tmp/gemv-tune.db; [ -f .gpubin/tune.db ] && { cp .gpubin/tune.db /tmp/bench4.db; db=/tmp/bench4.db; }
+	timeout 300 $A bench --arch sm_90 --formats q5_K,q6_K,f16 --shapes 28672x8192,4096x14336,14336x4096,4096x4096 --cache $db > $OUT/bench4.txt 2>$OUT/bench4.err
+	echo "bench4 exit $?"; cat $OUT/bench4.txt; tail -3 $OUT/bench4.err
+	;;
+ggml)
+	rm -rf /tmp/ggml && mkdir -p /tmp/ggml && tar -xzf .peer/ggml.tar.gz -C /tmp/ggml || exit 1
+	# The perf cases' one GEMV shape (4096x14336) becomes the four shapes.
+	sed -i 's|test_cases.emplace_back(new test_mul_mat(type_a, type_b, 4096, bs, 14336, {1,  1}, {1, 1}));|for (auto mk : std::vector<std::pair<int, int>>{{28672, 8192}, {4096, 14336}, {14336, 4096}, {4096, 4096}}) test_cases.emplace_back(new test_mul_mat(type_a, type_b, mk.first, bs, mk.second, {1, 1}, {1, 1}));|' /tmp/ggml/tests/test-backend-ops.cpp
+	grep -c "{28672, 8192}" /tmp/ggml/tests/test-backend-ops.cpp
+	t0=$(date +%s)
+	(cd /tmp/ggml && cmake -S . -B build -DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF -DGGML_BUILD_TESTS=ON -DGGML_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=Release > $OUT/ggml_cmake.log 2>&1 &&
+		timeout 420 cmake --build build --target test-backend-ops -j 16 > $OUT/ggml_build.log 2>&1); rc=$?
+	echo "ggml build exit $rc wall $(( $(date +%s) - t0 )) s"; [ $rc -eq 0 ] || { tail -20 $OUT/ggml_build.log; tail -5 $OUT/ggml_cmake.log; exit 1; }
+	(cd /tmp/ggml/build && timeout 200 ./bin/test-backend-ops perf -o MUL_MAT -b CUDA0 -p 'type_a=(q4_0|q8_0|q4_K|q5_K|q6_K|bf16|f16),type_b=f32,m=[0-9]+,n=1,' > $OUT/ggml.txt 2>&1); echo "ggml perf exit $?"
+	grep -E "MUL_MAT" $OUT/ggml.txt | head -40
 	;;
 bench)
 	t0=$(date +%s)

@@ -143,6 +143,16 @@ func TestGate(t *testing.T) {
 		{"q8_0", mustParse(t, "r1f0u2s2w8l2"), 3, 256, ""},
 		{"q8_0", mustParse(t, "r1f0u2s2w8l1a1"), 3, 64, ""},
 		{"q8_0", mustParse(t, "r1f0u2s2w8"), 3, 256, "q8_0 s=2 (weight ring) needs layout l in 1, 2, got l=0"},
+		// q6_K's raw blocks are 2-byte aligned: its ring and bulk copies
+		// need the interleaved tiles; q5_K's 176-byte blocks have a ring.
+		{"q6_K", v1, 37, 256, ""},
+		{"q6_K", mustParse(t, "r1f0u2s2w8"), 3, 256, "q6_K s=2 (weight ring) needs layout l in 1, got l=0"},
+		{"q6_K", mustParse(t, "r1f0u2s2w8l1"), 3, 2048, ""},
+		{"q6_K", mustParse(t, "r1f0u2s3w8l1"), 3, 4096, ""},
+		{"q6_K", mustParse(t, "r1f0u2s3w8"), 3, 4096, "q6_K s=3 (bulk copies of whole tiles) needs layout l in 1, got l=0"},
+		{"q5_K", mustParse(t, "r1f0u2s2w8a1"), 3, 256, ""},
+		{"q5_K", l1, 1, 4352, "q5_K layout l=1 (interleaved warp tiles) needs cols a multiple of 2048, got 4352"},
+		{"q5_K", v1, 1, 4352, ""},
 		{"bf16", mustParse(t, "r1f0u2s2w8"), 3, 8, ""},
 		{"bf16", v1, 1, 8, ""},
 		{"bf16", v1, 1, 12, "bf16 needs cols a multiple of 8, got 12"},
@@ -229,7 +239,7 @@ func TestLaunch(t *testing.T) {
 			t.Errorf("%s %s smem %d, want %d", tc.format, tc.id, got, tc.want)
 		}
 	}
-	for format, want := range map[string][]int{"q4_0": {0, 1, 2, 3}, "q8_0": {0, 1, 2}, "bf16": {0, 1, 2, 3}, "q4_K": {0, 1, 2, 3}, "affine4": {0, 1, 2, 3}} {
+	for format, want := range map[string][]int{"q4_0": {0, 1, 2, 3}, "q8_0": {0, 1, 2}, "bf16": {0, 1, 2, 3}, "q4_K": {0, 1, 2, 3}, "q5_K": {0, 1, 2, 3}, "q6_K": {0, 1, 2, 3}, "affine4": {0, 1, 2, 3}} {
 		if got := mustFamily(t, format).Stagings(); !slices.Equal(got, want) {
 			t.Errorf("%s Stagings() = %v, want %v", format, got, want)
 		}

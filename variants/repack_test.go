@@ -117,7 +117,8 @@ func TestRepackInterleaved(t *testing.T) {
 		rows, cols int
 	}{
 		{"q4_0", 1, 1024}, {"q4_0", 3, 4096},
-		{"q4_K", 1, 2048}, {"q4_K", 3, 6144}, {"affine4", 1, 1024}, {"affine4", 5, 3072},
+		{"q4_K", 1, 2048}, {"q4_K", 3, 6144}, {"q5_K", 1, 2048}, {"q5_K", 3, 6144},
+		{"q6_K", 1, 2048}, {"q6_K", 3, 6144}, {"affine4", 1, 1024}, {"affine4", 5, 3072},
 	}
 	for _, c := range cases {
 		raw := randomQuantized(t, mustFormat(t, c.format), c.rows, c.cols, 23+uint64(c.rows))
@@ -150,6 +151,31 @@ func TestRepackInterleaved(t *testing.T) {
 					same("header", r, ch, tile[16*(k/4):][:16], sb[:16])
 					same("low qs", r, ch, tile[128+16*k:][:16], sb[16+32*(ch%4):][:16])
 					same("high qs", r, ch, tile[640+16*k:][:16], sb[32+32*(ch%4):][:16])
+				}
+			case "q5_K":
+				rowBytes := c.cols / 256 * 176
+				for ch := 0; ch < c.cols/64; ch++ {
+					sb := raw[r*rowBytes+(ch/4)*176:]
+					tile := tiled[r*rowBytes+(ch/32)*1408:]
+					k := ch % 32
+					same("header", r, ch, tile[16*(k/4):][:16], sb[:16])
+					same("qh", r, ch, tile[128+32*(k/4):][:32], sb[16:48])
+					same("low qs", r, ch, tile[384+16*k:][:16], sb[48+32*(ch%4):][:16])
+					same("high qs", r, ch, tile[896+16*k:][:16], sb[64+32*(ch%4):][:16])
+				}
+			case "q6_K":
+				// Chunk ch is quarter j = ch%4 (half n, l-half h) of its
+				// super-block: ql[64n+16h..], ql[64n+32+16h..], qh[32n+16h..].
+				rowBytes := c.cols / 256 * 210
+				for ch := 0; ch < c.cols/64; ch++ {
+					sb := raw[r*rowBytes+(ch/4)*210:]
+					tile := tiled[r*rowBytes+(ch/32)*1680:]
+					k, n, h := ch%32, ch%4/2, ch%2
+					same("scales", r, ch, tile[16*(k/4):][:16], sb[192:208])
+					same("d", r, ch, tile[128+2*(k/4):][:2], sb[208:210])
+					same("ql A", r, ch, tile[144+16*k:][:16], sb[64*n+16*h:][:16])
+					same("ql B", r, ch, tile[656+16*k:][:16], sb[64*n+32+16*h:][:16])
+					same("qh", r, ch, tile[1168+16*k:][:16], sb[128+32*n+16*h:][:16])
 				}
 			case "affine4":
 				groups := c.cols / 64
