@@ -53,11 +53,12 @@ type tuneFlags struct {
 	json      bool
 	force     bool
 	wait      bool
+	shard     string
 }
 
 const tuneUsage = `usage: autotune [--arch sm_XY|auto] [--model NAME | --shapes RxC,... | --gguf FILE]
                 [--formats q4_0,q8_0,...] [--cache PATH] [--budget N]
-                [--dry-run] [--json] [--force] [--wait]
+                [--dry-run] [--json] [--force] [--wait] [--shard I/N]
 
 Finds, for each local GPU, weight format and matrix shape, the fastest
 kernel variant that is correct and beats the stock kernel significantly,
@@ -93,6 +94,7 @@ func newTuneFlagSet(f *tuneFlags) *flag.FlagSet {
 	fs.BoolVar(&f.json, "json", false, "print the decisions as JSON instead of the table")
 	fs.BoolVar(&f.force, "force", false, "re-tune entries the cache already holds and are not stale")
 	fs.BoolVar(&f.wait, "wait", false, "wait for another tuner of the same GPU to finish instead of failing")
+	fs.StringVar(&f.shard, "shard", "", "tune only part `I/N` of the job list (0 ≤ I < N): N machines, or N GPUs of one host, each running its part tune the list once; merge the parts with push and pull, or import")
 	return fs
 }
 
@@ -144,6 +146,11 @@ func parseTuneFlags(args []string) (tuneFlags, error) {
 	if f.budget < 0 {
 		return f, usagef("--budget %d: want 0 (exhaustive) or a positive number of timed batches", f.budget)
 	}
+	if f.shard != "" {
+		if _, err := tuner.ParseShard(f.shard); err != nil {
+			return f, usagef("--%v", err)
+		}
+	}
 	return f, nil
 }
 
@@ -160,6 +167,16 @@ func tuneMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	jobs, notes, err := resolveJobs(f)
 	if err != nil {
 		return err
+	}
+	if f.shard != "" {
+		spec, _ := tuner.ParseShard(f.shard) // checked by parseTuneFlags
+		all := len(jobs)
+		jobs = tuner.Shard(jobs, spec)
+		notes = append(notes, fmt.Sprintf("shard %s: %d of the %d jobs", spec, len(jobs), all))
+		if len(jobs) == 0 {
+			fmt.Fprintln(stderr, "autotune: shard "+spec.String()+": nothing to tune in this part (more parts than jobs)")
+			return nil
+		}
 	}
 	for _, n := range notes {
 		fmt.Fprintln(stderr, "autotune:", n)

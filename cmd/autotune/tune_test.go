@@ -43,6 +43,7 @@ func TestTuneFlagErrors(t *testing.T) {
 		{"two sources", []string{"--model", "llama-3-8b", "--shapes", "4096x4096"}, true, "one of --model, --shapes and --gguf"},
 		{"negative budget", []string{"--budget", "-1"}, true, "--budget -1"},
 		{"budget not a number", []string{"--budget", "many"}, true, "invalid value"},
+		{"bad shard", []string{"--shard", "2/2"}, true, "--shard \"2/2\": want I/N with 0 ≤ I < N"},
 		{"unknown flag", []string{"--archs", "sm_90"}, true, "flag provided but not defined: -archs"},
 		{"positional", []string{"--arch", "sm_90", "llama"}, true, `unexpected argument "llama"`},
 		{"dry run auto", []string{"--dry-run"}, true, "--dry-run needs --arch"},
@@ -641,5 +642,26 @@ func TestStaleRecordKeptWhenCubinsMatch(t *testing.T) {
 		if got.SourceHash != current {
 			t.Errorf("same=%v: source hash %s, want the current %s", same, got.SourceHash, current)
 		}
+	}
+}
+
+// TestDryRunShard: the parts of --shard I/N list every job of the preset
+// once between them.
+func TestDryRunShard(t *testing.T) {
+	total := 0
+	for i := 0; i < 3; i++ {
+		var out, errw bytes.Buffer
+		err := tuneMain(context.Background(), []string{"--arch", "sm_90", "--model", "llama-3-8b", "--dry-run", "--shard", fmt.Sprintf("%d/3", i)}, &out, &errw)
+		if err != nil {
+			t.Fatalf("%v\nstderr: %s", err, errw.String())
+		}
+		if !strings.Contains(errw.String(), fmt.Sprintf("shard %d/3: ", i)) {
+			t.Errorf("stderr lacks the shard note: %s", errw.String())
+		}
+		lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+		total += len(lines) - 3 // title, header, total
+	}
+	if want := 7 * len(variants.FormatNames); total != want {
+		t.Errorf("the three parts plan %d jobs, want %d", total, want)
 	}
 }
