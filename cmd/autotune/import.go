@@ -50,29 +50,47 @@ func importMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("import %s: %w (import takes what autotune export writes)", file, err)
 	}
-	var skipped []string
-	e.Records, skipped = lookableRecords(e.Records)
-	path := *cachePath
-	if path == "" {
-		if path, err = cache.DefaultPath(); err != nil {
-			return fmt.Errorf("import: %w", err)
-		}
+	path, err := writablePath(*cachePath, "import")
+	if err != nil {
+		return err
 	}
 	db, err := cache.Open(path, &cache.Options{Timeout: 10 * time.Second})
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
 	defer db.Close()
+	return merge(db, e, "import", file+" into "+path, "the file", stdout)
+}
+
+// writablePath is --cache, else the default cache path.
+func writablePath(flagPath, cmd string) (string, error) {
+	if flagPath != "" {
+		return flagPath, nil
+	}
+	path, err := cache.DefaultPath()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", cmd, err)
+	}
+	return path, nil
+}
+
+// merge imports e into db with the import rules (conflicts decided by the
+// GPU name and the evidence's time, never another arch) and prints what
+// happened; what names the source and the cache ("FILE into PATH"),
+// theirs the source in conflict lines ("the file").
+func merge(db *cache.DB, e *cache.Export, cmd, what, theirs string, stdout io.Writer) error {
+	var skipped []string
+	e.Records, skipped = lookableRecords(e.Records)
 	s, err := db.Import(e)
 	if err != nil {
-		return fmt.Errorf("import: %w", err)
+		return fmt.Errorf("%s: %w", cmd, err)
 	}
-	fmt.Fprintf(stdout, "imported %s into %s: %s\n", file, path, s)
+	fmt.Fprintf(stdout, "%sed %s: %s\n", cmd, what, s)
 	if len(skipped) > 0 {
 		fmt.Fprintf(stdout, "  %d more skipped before the merge (nothing could look them up)\n", len(skipped))
 	}
 	for _, c := range s.Conflicts {
-		fmt.Fprintf(stdout, "  conflict %s: cache has %s, file has %s (kept the cache's)\n", c.Key, c.Ours, c.Theirs)
+		fmt.Fprintf(stdout, "  conflict %s: cache has %s, %s has %s (kept the cache's)\n", c.Key, c.Ours, theirs, c.Theirs)
 	}
 	for _, sk := range append(skipped, s.Skipped...) {
 		fmt.Fprintf(stdout, "  skipped %s\n", printable(sk))
