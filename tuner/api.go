@@ -11,8 +11,23 @@ type Options struct {
 	// "auto" (each local GPU its own); "" means "auto".
 	Arch string
 	// Budget bounds the timed batches spent per (format, shape); 0 means
-	// exhaustive (every surviving candidate measured in full).
+	// exhaustive (every surviving candidate measured in full), unless
+	// BudgetShare is set.
 	Budget int
+	// BudgetShare, in (0, 1], is a budget for the whole run as a share of
+	// the timed batches an exhaustive run would spend, split over the jobs
+	// by their size (each one's finals first); it overrides Budget.
+	// autotune's --budget 25% and --budget 60s set it.
+	BudgetShare float64
+	// Search names the strategy: "exhaustive", "halving" (successive
+	// halving) or "race" (docs/tuner.md); "" means race under a budget and
+	// exhaustive without one.
+	Search string
+	// Priors are what earlier tunes measured, per format: each shape's
+	// candidates relative to its best (PriorFromCandidates). A budgeted
+	// search measures what they rank best first; they never replace a
+	// measurement. The run adds its own finished jobs to them.
+	Priors map[string][]PriorShape
 	// MinGain is the smallest median gain over stock that may replace it;
 	// 0 means 0.02 (2 %).
 	MinGain float64

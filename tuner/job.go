@@ -14,7 +14,7 @@ import (
 
 // tuneJob runs one (format, shape) on one GPU: prune, verify, measure,
 // select.
-func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opts Options) (Decision, error) {
+func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opts Options, jp jobPlan) (Decision, error) {
 	comp := b.compiled
 	t0 := time.Now()
 	fam, err := variants.FamilyOf(j.Format)
@@ -139,11 +139,7 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 	progress(fmt.Sprintf("measure %d", len(ids)+1))
 	var res stageResult
 	for attempt := 0; ; attempt++ {
-		if opts.Budget > 0 {
-			res, err = halving(s, ids, stockID, opts.Budget, groupOf)
-		} else {
-			res, err = exhaustive(s, ids, stockID, groupOf)
-		}
+		res, err = jp.search(s, searchInput{ids: ids, stock: stockID, budget: jp.budget, groupOf: groupOf, prior: jp.prior})
 		if err != nil {
 			return d, err
 		}
@@ -158,11 +154,16 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 		c := &cands[index[id]]
 		c.Samples = v
 		if k, dropped := res.droppedAt[id]; dropped {
-			c.Status, c.Reason = StatusDropped, fmt.Sprintf("dropped by successive halving at stage %d", k+1)
+			c.Status, c.Reason = StatusDropped, fmt.Sprintf("dropped by the %s search at step %d", jp.name, k+1)
 		}
 	}
 	for id, v := range res.final {
 		cands[index[id]].Samples = v
+	}
+	for _, id := range ids {
+		if c := &cands[index[id]]; c.Status == StatusOK && len(c.Samples) == 0 {
+			c.Status, c.Reason = StatusDropped, fmt.Sprintf("not measured: the %s search spent its budget on candidates the prior and their neighbours ranked higher", jp.name)
+		}
 	}
 	for i := range cands {
 		c := &cands[i]

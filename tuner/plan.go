@@ -15,6 +15,28 @@ import (
 // exclusion reasons, and the expected tuning time. budget is as in
 // Options.Budget.
 func Plan(arch string, jobs []Job, budget int) ([]PlanEntry, error) {
+	return plan(arch, jobs, func(int) int { return budget })
+}
+
+// PlanShare is Plan under Options.BudgetShare: each job's budget is its
+// part of share of the exhaustive run's timed batches.
+func PlanShare(arch string, jobs []Job, share float64) ([]PlanEntry, error) {
+	if share <= 0 || share >= 1 {
+		return Plan(arch, jobs, 0)
+	}
+	lim, err := space.LimitsFor(arch)
+	if err != nil {
+		return Plan(arch, jobs, 0) // the error, as Plan words it
+	}
+	var costs []jobCost
+	for _, j := range jobs {
+		costs = append(costs, staticCost(lim, j))
+	}
+	budgets := shareBudgets(costs, share)
+	return plan(arch, jobs, func(i int) int { return budgets[i] })
+}
+
+func plan(arch string, jobs []Job, budgetOf func(i int) int) ([]PlanEntry, error) {
 	a, err := space.ParseArch(arch)
 	if err != nil {
 		return nil, err
@@ -28,7 +50,7 @@ func Plan(arch string, jobs []Job, budget int) ([]PlanEntry, error) {
 	}
 	var out []PlanEntry
 	compiledFormat := map[string]bool{}
-	for _, j := range jobs {
+	for i, j := range jobs {
 		fam, err := variants.FamilyOf(j.Format)
 		if err != nil {
 			return nil, err
@@ -55,7 +77,7 @@ func Plan(arch string, jobs []Job, budget int) ([]PlanEntry, error) {
 		// Most floors do not bind or spill and are never measured, while
 		// staged variants add one-wave twins: on the H200 (run6, llama-3-8b)
 		// 1.24 measured candidates per floor-free one.
-		e.Expected = expectedTime(fam, j, plain*5/4, budget)
+		e.Expected = expectedTime(fam, j, plain*5/4, budgetOf(i))
 		if !compiledFormat[j.Format] {
 			// The first job of a format pays for compiling it (two phases:
 			// f=0, then the binding floors in rounds: 0.82 per f=0 variant

@@ -30,6 +30,9 @@ func run(ctx context.Context, jobs []Job, opts Options, extra planted) ([]Decisi
 	if err := validateJobs(jobs); err != nil {
 		return nil, err
 	}
+	if _, ok := strategies[opts.Search]; opts.Search != "" && !ok {
+		return nil, fmt.Errorf("search %q: accepted %s", opts.Search, strings.Join(SearchNames(), ", "))
+	}
 	infos, err := selectGPUs(opts.Arch)
 	if err != nil {
 		return nil, err
@@ -198,7 +201,7 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 	}
 
 	// A first ETA from the static model, until measured jobs refine it.
-	if plan, err := Plan(arch.String(), jobs, opts.Budget); err == nil {
+	if plan, err := planFor(arch.String(), jobs, opts); err == nil {
 		var eta time.Duration
 		for _, e := range plan {
 			eta += e.Expected
@@ -211,12 +214,17 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		queue <- j
 	}
 	close(queue)
+	budgets := jobBudgets(lim, jobs, opts)
 	var (
 		mu        sync.Mutex
 		decisions []Decision
 		errs      []error
 		done      int
+		priors    = map[string][]PriorShape{}
 	)
+	for f, ps := range opts.Priors {
+		priors[f] = append([]PriorShape(nil), ps...)
+	}
 	var wg sync.WaitGroup
 	for _, s := range sessions {
 		wg.Add(1)
@@ -235,10 +243,16 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 				var d Decision
 				err := pb.err
 				if err == nil {
-					d, err = tuneJob(ctx, s, j, pb.b, nv, opts)
+					mu.Lock()
+					jp := planJob(opts, budgets[j], priorFor(j.Rows, j.Cols, priors[j.Format]))
+					mu.Unlock()
+					d, err = tuneJob(ctx, s, j, pb.b, nv, opts, jp)
 				}
 				mu.Lock()
 				done++
+				if err == nil {
+					priors[j.Format] = append(priors[j.Format], priorOf(d))
+				}
 				if err != nil {
 					errs = append(errs, fmt.Errorf("%s %s on GPU %d: %w", j.Format, j.Shape(), s.info.Ordinal, err))
 				} else {
@@ -261,6 +275,65 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		errs = append(errs, fmt.Errorf("interrupted after %d of %d jobs (finished ones are recorded): %w", len(decisions), len(jobs), ctx.Err()))
 	}
 	return decisions, errors.Join(errs...)
+}
+
+// planFor is Plan or PlanShare, as opts asks.
+func planFor(arch string, jobs []Job, opts Options) ([]PlanEntry, error) {
+	if opts.BudgetShare > 0 {
+		return PlanShare(arch, jobs, opts.BudgetShare)
+	}
+	return Plan(arch, jobs, opts.Budget)
+}
+
+// planJob picks a job's strategy: Options.Search, else race under a
+// budget and exhaustive without one.
+func planJob(opts Options, budget int, prior map[string]float64) jobPlan {
+	name := opts.Search
+	if name == "" {
+		name = "exhaustive"
+		if budget > 0 {
+			name = "race"
+		}
+	}
+	return jobPlan{name: name, search: strategies[name], budget: budget, prior: prior}
+}
+
+// jobBudgets is each job's budget of timed batches: Options.Budget, or the
+// job's part of Options.BudgetShare (shareBudgets over the static plan's
+// candidate counts); 0 for exhaustive.
+func jobBudgets(lim space.Limits, jobs []Job, opts Options) map[Job]int {
+	out := map[Job]int{}
+	if opts.BudgetShare <= 0 || opts.BudgetShare >= 1 {
+		for _, j := range jobs {
+			out[j] = opts.Budget
+		}
+		return out
+	}
+	var costs []jobCost
+	for _, j := range jobs {
+		costs = append(costs, staticCost(lim, j))
+	}
+	for i, b := range shareBudgets(costs, opts.BudgetShare) {
+		out[jobs[i]] = b
+	}
+	return out
+}
+
+// staticCost is exhaustiveCost for the candidates the search space holds
+// for j before compiling (what --dry-run counts).
+func staticCost(lim space.Limits, j Job) jobCost {
+	fam, err := variants.FamilyOf(j.Format)
+	if err != nil {
+		return jobCost{}
+	}
+	ok, _ := searchSpace(fam, lim, func(p space.Params) int { return int(fam.Launch(p, j.Rows, j.Cols).SharedBytes) }, true)
+	n := 0
+	for _, p := range ok {
+		if fam.Gate(p, j.Rows, j.Cols) == nil {
+			n++
+		}
+	}
+	return exhaustiveCost(n, len(fam.Activations()))
 }
 
 func report(opts Options, p Progress) {

@@ -29,6 +29,31 @@ type stageResult struct {
 	batches   int                  // timed batches spent
 }
 
+// strategy is one way of spending a job's timed batches (searchInput);
+// strategies names them for Options.Search and the replay evaluation.
+type strategy func(m measurer, in searchInput) (stageResult, error)
+
+var strategies = map[string]strategy{
+	"exhaustive": func(m measurer, in searchInput) (stageResult, error) {
+		return exhaustive(m, in.ids, in.stock, in.groupOf)
+	},
+	"halving": func(m measurer, in searchInput) (stageResult, error) {
+		return halving(m, in.ids, in.stock, in.budget, in.groupOf)
+	},
+	"race": race,
+}
+
+// SearchNames lists the strategies Options.Search accepts.
+func SearchNames() []string { return []string{"exhaustive", "halving", "race"} }
+
+// jobPlan is how one job is searched: the strategy, its budget and prior.
+type jobPlan struct {
+	name   string
+	search strategy
+	budget int
+	prior  map[string]float64
+}
+
 // Strategies take the candidate IDs without stock; stock is measured with
 // the finalists. groupOf splits candidates into groups that are selected
 // separately (the tuner groups by correctness class, so an engine that

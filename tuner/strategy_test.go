@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -95,6 +96,9 @@ func TestStrategiesKeepEachGroup(t *testing.T) {
 	for name, run := range map[string]func() (stageResult, error){
 		"exhaustive": func() (stageResult, error) { return exhaustive(r, ids, "stock", groupOf) },
 		"halving":    func() (stageResult, error) { return halving(r, ids, "stock", 1200, groupOf) },
+		"race": func() (stageResult, error) {
+			return race(r, searchInput{ids: ids, stock: "stock", budget: 1200, groupOf: groupOf})
+		},
 	} {
 		res, err := run()
 		if err != nil {
@@ -112,5 +116,76 @@ func TestStrategiesKeepEachGroup(t *testing.T) {
 		if _, ok := res.final["v123"]; !ok {
 			t.Errorf("%s: the exact group's optimum v123 is not a finalist", name)
 		}
+	}
+}
+
+// race finds the optimum within its budget, drops no candidate on fewer
+// than raceRounds samples, and under a budget too small to screen every
+// candidate measures first what the prior ranks best.
+func TestRace(t *testing.T) {
+	for seed := uint64(1); seed <= 5; seed++ {
+		for _, budget := range []int{1200, 600} {
+			r, ids := space200(seed)
+			res, err := race(r, searchInput{ids: ids, stock: "stock", budget: budget})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := best(res.final, 1, "stock")[0]; got != "v123" {
+				t.Errorf("seed %d budget %d: race picked %s, want v123", seed, budget, got)
+			}
+			if r.batches > budget || res.batches != r.batches {
+				t.Errorf("seed %d: race spent %d batches (counted %d) on a budget of %d", seed, r.batches, res.batches, budget)
+			}
+			for id := range res.droppedAt {
+				if n := len(res.screen[id]); n < raceRounds {
+					t.Errorf("seed %d: %s dropped on %d samples", seed, id, n)
+				}
+			}
+		}
+	}
+	// 150 batches: room to screen a few; the prior puts v123 among them.
+	r, ids := space200(9)
+	prior := map[string]float64{"v123": 1.0, "v001": 1.5}
+	res, err := race(r, searchInput{ids: ids, stock: "stock", budget: 150 + (nFinalists+1)*finalRounds, prior: prior})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.screen) >= len(ids) || best(res.final, 1, "stock")[0] != "v123" {
+		t.Errorf("small budget with a prior: %d of %d screened, picked %v", len(res.screen), len(ids), best(res.final, 1, "stock"))
+	}
+}
+
+func TestShareBudgets(t *testing.T) {
+	costs := []jobCost{exhaustiveCost(400, 2), exhaustiveCost(400, 1), exhaustiveCost(30, 1), exhaustiveCost(2000, 2)}
+	total, exhaustive := 0, 0
+	for i, b := range shareBudgets(costs, 0.25) {
+		if b < costs[i].finals || b > costs[i].exhaustive {
+			t.Errorf("job %d: budget %d outside its finals %d and exhaustive %d", i, b, costs[i].finals, costs[i].exhaustive)
+		}
+		total += b
+		exhaustive += costs[i].exhaustive
+	}
+	if share := float64(total) / float64(exhaustive); share < 0.24 || share > 0.25 {
+		t.Errorf("the budgets add up to %.3f of the exhaustive batches, want 0.25", share)
+	}
+	if c := exhaustiveCost(2, 2); c.finals != 3*finalRounds {
+		t.Errorf("two candidates: finals %d, want %d", c.finals, 3*finalRounds)
+	}
+}
+
+func TestPriorFor(t *testing.T) {
+	small := PriorFromCandidates(1024, 4096, map[string]float64{"r1f0u1s1w8": 10, "r2f0u2s3w8g3l1": 12, "r4f0u1s1w8": 0})
+	big := PriorFromCandidates(28672, 4096, map[string]float64{"r1f0u1s1w8": 30, "r2f0u2s3w8g9l1": 20})
+	if _, ok := small.Rel["r4f0u1s1w8"]; ok || small.Rel["r1f0u1s1w8"] != 1 || small.Rel["r2f0u2s3w8g3l1"] != 1.2 {
+		t.Fatalf("PriorFromCandidates: %v", small.Rel)
+	}
+	p := priorFor(14336, 4096, []PriorShape{small, big})
+	// Every g of a variant shares its prior; the nearer shape weighs more.
+	g := p[priorKey("r2f0u2s3w8g14l1")]
+	if g == 0 || g >= math.Sqrt(1.2) || p[priorKey("r1f0u1s1w8")] <= math.Sqrt(1.5) {
+		t.Errorf("prior %v: want the g-twins merged and the 28672-row shape weighing more", p)
+	}
+	if priorFor(1, 1, nil) != nil {
+		t.Error("a prior without earlier jobs")
 	}
 }

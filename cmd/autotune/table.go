@@ -53,12 +53,8 @@ func writeDecisionsJSON(w io.Writer, ds []tuner.Decision) error {
 // writePlan prints what --dry-run shows: per (format, shape) the candidates
 // left after static pruning, the main exclusion reasons and the expected
 // time, then a total.
-func writePlan(w io.Writer, arch string, budget int, plan []tuner.PlanEntry) error {
-	b := "exhaustive"
-	if budget > 0 {
-		b = fmt.Sprintf("%d timed batches per job", budget)
-	}
-	fmt.Fprintf(w, "plan for %s (budget: %s); nothing is run\n", arch, b)
+func writePlan(w io.Writer, arch string, budget budgetSpec, plan []tuner.PlanEntry) error {
+	fmt.Fprintf(w, "plan for %s (budget: %s); nothing is run\n", arch, budget)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "FORMAT\tSHAPE\tCANDIDATES\tEXCLUDED\tEXPECTED\tMAIN EXCLUSIONS")
 	var cands, excl int

@@ -34,7 +34,9 @@ func init() {
 // The tuner entry points, behind variables so tests can use fakes.
 var (
 	planFn = tuner.Plan
-	runFn  = tuner.Run
+	// sharePlanFn is tuner.PlanShare, replaced in tests with planFn.
+	sharePlanFn = tuner.PlanShare
+	runFn       = tuner.Run
 )
 
 // defaultModel is the shape source when none is given.
@@ -48,12 +50,14 @@ type tuneFlags struct {
 	gguf      string
 	formats   string
 	cachePath string
-	budget    int
-	dryRun    bool
-	json      bool
-	force     bool
-	wait      bool
-	shard     string
+	budget    string
+	budgetSpec
+	search string
+	dryRun bool
+	json   bool
+	force  bool
+	wait   bool
+	shard  string
 }
 
 const tuneUsage = `usage: autotune [--arch sm_XY|auto] [--model NAME | --shapes RxC,... | --gguf FILE]
@@ -89,7 +93,8 @@ func newTuneFlagSet(f *tuneFlags) *flag.FlagSet {
 	fs.StringVar(&f.formats, "format", "", "the same as --formats")
 	fs.StringVar(&f.shapes, "shape", "", "the same as --shapes")
 	fs.StringVar(&f.cachePath, "cache", "", "cache `PATH` (default $GEMV_TUNE_CACHE, else $XDG_CACHE_HOME/gemvtune/tune.db)")
-	fs.IntVar(&f.budget, "budget", 0, "timed batches per (format, shape) for the budgeted search, `N`; 0 measures every candidate in full")
+	fs.StringVar(&f.budget, "budget", "0", "a budgeted search: `N` timed batches per (format, shape), a share of the exhaustive run's batches (25%), or a time for the whole run (60s, 2m); 0 measures every candidate in full")
+	fs.StringVar(&f.search, "search", "", "the search strategy: "+strings.Join(tuner.SearchNames(), ", ")+" (default: race under a budget, else exhaustive; docs/tuner.md)")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan (candidates after static pruning, main exclusions, expected time) and exit; needs no GPU")
 	fs.BoolVar(&f.json, "json", false, "print the decisions as JSON instead of the table")
 	fs.BoolVar(&f.force, "force", false, "re-tune entries the cache already holds and are not stale")
@@ -143,8 +148,13 @@ func parseTuneFlags(args []string) (tuneFlags, error) {
 	if sources > 1 {
 		return f, usagef("give one of --model, --shapes and --gguf")
 	}
-	if f.budget < 0 {
-		return f, usagef("--budget %d: want 0 (exhaustive) or a positive number of timed batches", f.budget)
+	bs, err := parseBudget(f.budget)
+	if err != nil {
+		return f, usagef("%v", err)
+	}
+	f.budgetSpec = bs
+	if f.search != "" && !slices.Contains(tuner.SearchNames(), f.search) {
+		return f, usagef("--search %q: accepted %s", printable(f.search), strings.Join(tuner.SearchNames(), ", "))
 	}
 	if f.shard != "" {
 		if _, err := tuner.ParseShard(f.shard); err != nil {
@@ -208,23 +218,33 @@ func dryRun(f tuneFlags, jobs []tuner.Job, stdout io.Writer) error {
 	}
 	type archPlan struct {
 		Arch   string            `json:"arch"`
-		Budget int               `json:"budget"`
+		Budget string            `json:"budget"`
 		Jobs   []tuner.PlanEntry `json:"jobs"`
 	}
 	var plans []archPlan
 	for i, arch := range archs {
-		plan, err := planFn(arch, jobs, f.budget)
+		batches, share, note, err := f.budgetSpec.options(arch, jobs)
 		if err != nil {
 			return fmt.Errorf("planning for %s: %w", arch, err)
 		}
+		plan, err := planFn(arch, jobs, batches)
+		if share > 0 {
+			plan, err = sharePlanFn(arch, jobs, share)
+		}
+		if err != nil {
+			return fmt.Errorf("planning for %s: %w", arch, err)
+		}
+		if note != "" && !f.json {
+			fmt.Fprintln(stdout, note)
+		}
 		if f.json {
-			plans = append(plans, archPlan{arch, f.budget, plan})
+			plans = append(plans, archPlan{arch, f.budgetSpec.String(), plan})
 			continue
 		}
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		if err := writePlan(stdout, arch, f.budget, plan); err != nil {
+		if err := writePlan(stdout, arch, f.budgetSpec, plan); err != nil {
 			return err
 		}
 	}
@@ -268,9 +288,19 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 		mu   sync.Mutex
 		done []tuner.Decision
 	)
+	batches, share, note, err := f.budgetSpec.options(budgetArch(f.arch), jobs)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		fmt.Fprintln(stderr, "autotune:", note)
+	}
 	opts := tuner.Options{
 		Arch:        f.arch,
-		Budget:      f.budget,
+		Budget:      batches,
+		BudgetShare: share,
+		Search:      f.search,
+		Priors:      cachePriors(store, f.arch),
 		WaitForLock: f.wait,
 		Progress:    prog.update,
 		Record: func(d tuner.Decision) error {

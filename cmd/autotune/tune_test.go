@@ -41,8 +41,11 @@ func TestTuneFlagErrors(t *testing.T) {
 		{"empty shape", []string{"--shapes", "4096x4096,,1024x4096"}, true, "--shapes"},
 		{"unknown format", []string{"--formats", "q4_0,q5_0"}, true, "accepted: " + strings.Join(variants.FormatNames, ", ")},
 		{"two sources", []string{"--model", "llama-3-8b", "--shapes", "4096x4096"}, true, "one of --model, --shapes and --gguf"},
-		{"negative budget", []string{"--budget", "-1"}, true, "--budget -1"},
-		{"budget not a number", []string{"--budget", "many"}, true, "invalid value"},
+		{"negative budget", []string{"--budget", "-1"}, true, `--budget "-1": want 0 (exhaustive)`},
+		{"budget not a number", []string{"--budget", "many"}, true, `--budget "many"`},
+		{"budget share over 100", []string{"--budget", "120%"}, true, `--budget "120%"`},
+		{"budget of no time", []string{"--budget", "-3s"}, true, `--budget "-3s"`},
+		{"unknown search", []string{"--search", "annealing"}, true, `--search "annealing": accepted exhaustive, halving, race`},
 		{"bad shard", []string{"--shard", "2/2"}, true, "--shard \"2/2\": want I/N with 0 ≤ I < N"},
 		{"unknown flag", []string{"--archs", "sm_90"}, true, "flag provided but not defined: -archs"},
 		{"positional", []string{"--arch", "sm_90", "llama"}, true, `unexpected argument "llama"`},
@@ -663,5 +666,42 @@ func TestDryRunShard(t *testing.T) {
 	}
 	if want := 7 * len(variants.FormatNames); total != want {
 		t.Errorf("the three parts plan %d jobs, want %d", total, want)
+	}
+}
+
+func TestParseBudget(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want budgetSpec
+	}{
+		{"0", budgetSpec{}}, {"", budgetSpec{}}, {"400", budgetSpec{batches: 400}}, {"25%", budgetSpec{share: 0.25}},
+		{"100%", budgetSpec{share: 1}}, {"60s", budgetSpec{wall: time.Minute}}, {" 2m ", budgetSpec{wall: 2 * time.Minute}},
+	} {
+		got, err := parseBudget(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("parseBudget(%q) = %+v, %v; want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// A time budget becomes the share of the exhaustive run the plan expects
+// to take that long; the plan of a share spends about that share.
+func TestDryRunBudgets(t *testing.T) {
+	run := func(budget string) string {
+		var out, errw bytes.Buffer
+		err := tuneMain(context.Background(), []string{"--arch", "sm_90", "--model", "llama-3-8b", "--formats", "q4_0", "--dry-run", "--budget", budget}, &out, &errw)
+		if err != nil {
+			t.Fatalf("--budget %s: %v (%s)", budget, err, errw.String())
+		}
+		return out.String()
+	}
+	if out := run("25%"); !strings.Contains(out, "budget: 25 % of an exhaustive run's timed batches") {
+		t.Errorf("--budget 25%%:\n%s", out)
+	}
+	if out := run("20s"); !strings.Contains(out, "--budget 20s: ") || !strings.Contains(out, "% of the exhaustive run's timed batches (expected ") {
+		t.Errorf("--budget 20s:\n%s", out)
+	}
+	if out := run("10h"); !strings.Contains(out, "tuning in full") {
+		t.Errorf("--budget 10h:\n%s", out)
 	}
 }

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/tuner"
+)
+
+// budgetSpec is --budget: N timed batches per job, a share of the
+// exhaustive run's batches ("25%"), or a time for the whole run ("60s").
+type budgetSpec struct {
+	batches int
+	share   float64
+	wall    time.Duration
+}
+
+func (b budgetSpec) String() string {
+	switch {
+	case b.batches > 0:
+		return fmt.Sprintf("%d timed batches per job", b.batches)
+	case b.share > 0:
+		return fmt.Sprintf("%.0f %% of an exhaustive run's timed batches", 100*b.share)
+	case b.wall > 0:
+		return "about " + b.wall.String() + " of tuning"
+	}
+	return "exhaustive"
+}
+
+// parseBudget reads --budget.
+func parseBudget(s string) (budgetSpec, error) {
+	s = strings.TrimSpace(s)
+	bad := fmt.Errorf("--budget %q: want 0 (exhaustive), timed batches per job (400), a share of an exhaustive run (25%%) or a time for the whole run (60s, 2m)", printable(s))
+	switch {
+	case s == "" || s == "0":
+		return budgetSpec{}, nil
+	case strings.HasSuffix(s, "%"):
+		p, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+		if err != nil || !(p > 0 && p <= 100) {
+			return budgetSpec{}, bad
+		}
+		return budgetSpec{share: p / 100}, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n < 0 {
+			return budgetSpec{}, bad
+		}
+		return budgetSpec{batches: n}, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return budgetSpec{wall: d}, nil
+	}
+	return budgetSpec{}, bad
+}
+
+// minShare is the smallest share a time budget becomes: below it the
+// finals alone (stock and the finalists, measured for the decision) are
+// most of the run.
+const minShare = 0.05
+
+// options turns the budget into the tuner's options for jobs on arch: a
+// time becomes the share of the exhaustive run that the plan expects to
+// take that long, and a note says so.
+func (b budgetSpec) options(arch string, jobs []tuner.Job) (batches int, share float64, note string, err error) {
+	if b.wall == 0 {
+		return b.batches, b.share, "", nil
+	}
+	plan, err := planFn(arch, jobs, 0)
+	if err != nil {
+		return 0, 0, "", err
+	}
+	var full time.Duration
+	for _, e := range plan {
+		full += e.Expected
+	}
+	share = min(1, float64(b.wall)/float64(max(full, 1)))
+	switch {
+	case share >= 1:
+		return 0, 0, fmt.Sprintf("--budget %v: the exhaustive run is expected to take %v: tuning in full", b.wall, full.Round(time.Second)), nil
+	case share < minShare:
+		share = minShare
+	}
+	return 0, share, fmt.Sprintf("--budget %v: %.0f %% of the exhaustive run's timed batches (expected %v in full)", b.wall, 100*share, full.Round(time.Second)), nil
+}
+
+// budgetArch is the arch a time budget is planned for: the one asked for,
+// else the first local GPU's ("sm_90" when none is visible: the tuner
+// then says why it cannot run).
+func budgetArch(arch string) string {
+	if arch != "auto" {
+		return arch
+	}
+	if gpus, err := localGPUsFn(); err == nil && len(gpus) > 0 {
+		return gpus[0].arch
+	}
+	return "sm_90"
+}
+
+// cachePriors are the budgeted search's priors from the cache: the
+// candidates' medians of every current record of the local GPUs' one
+// (arch, model), per format. nil when the GPUs are of several models or
+// none is visible: a prior from another GPU would mislead more than help.
+func cachePriors(db *cache.DB, arch string) map[string][]tuner.PriorShape {
+	gpus, err := localGPUsFn()
+	if err != nil {
+		return nil
+	}
+	var mine []localGPU
+	for _, g := range gpus {
+		if (arch == "auto" || g.arch == arch) && !slices.Contains(mine, g) {
+			mine = append(mine, g)
+		}
+	}
+	if len(mine) != 1 {
+		return nil
+	}
+	recs, _ := db.All(mine[0].arch)
+	out := map[string][]tuner.PriorShape{}
+	for _, r := range recs {
+		if r.Model != mine[0].model || staleWhy(r) != "" {
+			continue
+		}
+		med := map[string]float64{}
+		for _, c := range r.Candidates {
+			if c.MedianUS > 0 {
+				med[c.ID] = c.MedianUS
+			}
+		}
+		if len(med) > 0 {
+			out[r.Format] = append(out[r.Format], tuner.PriorFromCandidates(r.Rows, r.Cols, med))
+		}
+	}
+	return out
+}
