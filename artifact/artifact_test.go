@@ -24,59 +24,31 @@ import (
 
 	"github.com/gemvtune/gemvtune/artifact"
 	"github.com/gemvtune/gemvtune/cache"
-	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/internal/cachetest"
 	"github.com/gemvtune/gemvtune/variants"
 )
 
-// rec is a valid record tuned on gpu.
-func rec(t *testing.T, arch, gpu, format string, rows, cols int, id string) cache.Record {
-	t.Helper()
-	p, err := space.Parse(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fam, err := variants.FamilyOf(format)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cache.Record{
-		Key:      cache.Key{Arch: arch, Format: format, Rows: rows, Cols: cols},
-		WinnerID: id, Params: p, Class: "exact", Decision: id + ": +9.0 % over v1 (p=0.002, n=20+20)",
-		MedianUS: 17.25, LoUS: 17, HiUS: 17.5, GBs: 3890.5, PctCeiling: 87.4, CeilingGBs: 4451, StockMedianUS: 18.8,
-		StockGBs: 3570, Speedup: 1.09, P: 0.002, Samples: 20, Registers: 40, BlocksPerSM: 4,
-		GPUName: gpu, GPUUUID: "GPU-0f0e", Driver: "570.86", NVRTC: "12.8",
-		SourceHash: fam.SourceHash(), ToolVersion: cache.ToolVersion,
-		Time: time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC),
-	}
-}
-
 // export writes recs into a fresh cache and exports it.
-func export(t *testing.T, recs ...cache.Record) (*cache.Export, string) {
+func export(t *testing.T, recs ...cache.Record) *cache.Export {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "tune.db")
-	db, err := cache.Open(path, nil)
+	db, err := cache.Open(cachetest.Write(t, recs...), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, r := range recs {
-		if err := db.Put(r, []byte("cubin of "+r.WinnerID+" on "+r.GPUName), nil); err != nil {
-			t.Fatal(err)
-		}
-	}
 	e, err := db.Export("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e, path
+	return e
 }
 
 func fleetRecords(t *testing.T) []cache.Record {
 	return []cache.Record{
-		rec(t, "sm_90", "NVIDIA H200", "q4_K", 4096, 4096, "r1f0u2s3w8l1"),
-		rec(t, "sm_90", "NVIDIA H200", "q8_0", 14336, 4096, "r2f0u2s2w8l1"),
-		rec(t, "sm_90", "NVIDIA H100 80GB HBM3", "q4_K", 4096, 4096, "r2f0u2s2w8l1"),
-		rec(t, "sm_80", "NVIDIA A100-SXM4-80GB", "q4_0", 4096, 4096, "r1f0u4s1w8l2"),
+		cachetest.Record(t, "sm_90", "NVIDIA H200", "q4_K", 4096, 4096, "r1f0u2s3w8l1"),
+		cachetest.Record(t, "sm_90", "NVIDIA H200", "q8_0", 14336, 4096, "r2f0u2s2w8l1"),
+		cachetest.Record(t, "sm_90", "NVIDIA H100 80GB HBM3", "q4_K", 4096, 4096, "r2f0u2s2w8l1"),
+		cachetest.Record(t, "sm_80", "NVIDIA A100-SXM4-80GB", "q4_0", 4096, 4096, "r1f0u4s1w8l2"),
 	}
 }
 
@@ -98,7 +70,7 @@ var local = artifact.Options{Insecure: true}
 func TestPushPullMerge(t *testing.T) {
 	host := startRegistry(t, nil)
 	recs := fleetRecords(t)
-	e, _ := export(t, recs...)
+	e := export(t, recs...)
 	a, err := artifact.Build(e)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +193,7 @@ func sortedKeys(recs []cache.Record) []string {
 // The registry answers, a blob is tampered with on the way back; the pull
 // names the digest and merges nothing.
 func TestPullCorruptedBlob(t *testing.T) {
-	e, _ := export(t, fleetRecords(t)...)
+	e := export(t, fleetRecords(t)...)
 	a, err := artifact.Build(e)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +249,7 @@ func TestPullRefuses(t *testing.T) {
 	if err := remote.Write(r, img); err != nil {
 		t.Fatal(err)
 	}
-	e, _ := export(t, fleetRecords(t)...)
+	e := export(t, fleetRecords(t)...)
 	newer, _ := artifact.Build(e)
 	newer.Config.Schema = artifact.Schema + 1
 	if _, err := artifact.Push(ctx, host+"/tunes:newer", newer, local); err != nil {
@@ -316,7 +288,7 @@ func TestAuth(t *testing.T) {
 			h.ServeHTTP(w, r)
 		})
 	})
-	e, _ := export(t, fleetRecords(t)...)
+	e := export(t, fleetRecords(t)...)
 	a, _ := artifact.Build(e)
 	ctx := context.Background()
 	ref := host + "/tunes:auth"
@@ -354,7 +326,7 @@ func TestAuth(t *testing.T) {
 // address.
 func TestPlainHTTPNeedsInsecure(t *testing.T) {
 	host := startRegistry(t, nil)
-	e, _ := export(t, fleetRecords(t)...)
+	e := export(t, fleetRecords(t)...)
 	a, _ := artifact.Build(e)
 	_, err := artifact.Push(context.Background(), host+"/tunes:x", a, artifact.Options{})
 	if err == nil || !strings.Contains(err.Error(), "pass --insecure") {
@@ -364,7 +336,7 @@ func TestPlainHTTPNeedsInsecure(t *testing.T) {
 }
 
 func TestBuildEmpty(t *testing.T) {
-	e, _ := export(t)
+	e := export(t)
 	if _, err := artifact.Build(e); err == nil || !strings.Contains(err.Error(), "nothing to publish") {
 		t.Errorf("Build of an empty export: %v", err)
 	}

@@ -136,19 +136,6 @@ func TestQ5KDequantizeKnown(t *testing.T) {
 	}
 }
 
-// q5KBound is q4KBound with 31 levels.
-func q5KBound(w []float32, b []byte, rows, cols, i int) float64 {
-	k := i / 256
-	d := float64(variants.F16ToF32(binary.LittleEndian.Uint16(b[k*176:])))
-	dmin := float64(variants.F16ToF32(binary.LittleEndian.Uint16(b[k*176+2:])))
-	sub := w[i/32*32 : i/32*32+32]
-	mn, mx := 0.0, float64(sub[0])
-	for _, v := range sub {
-		mn, mx = math.Min(mn, float64(v)), math.Max(mx, float64(v))
-	}
-	step := (mx-mn+dmin)/31 + d
-	return 0.5*step*(1+1e-5) + 1e-6*(mx-mn+dmin)
-}
 
 // q6KBound: the quantizer's sub-block scale s = ext/-32 (ext the value of
 // largest magnitude) becomes dj = d*sc, off by the rounding of sc; a weight

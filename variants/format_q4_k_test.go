@@ -94,18 +94,26 @@ func TestQ4KProductsExact(t *testing.T) {
 	}
 }
 
-// q4KBound: half the sub-block step, where the step covers the sub-block's
-// range (its min clamped at 0) plus one unit of dmin, rounded up by at most
-// one unit of d; plus float32 rounding.
-func q4KBound(w []float32, b []byte, rows, cols, i int) float64 {
-	k := i / 256
-	d := float64(variants.F16ToF32(binary.LittleEndian.Uint16(b[k*144:])))
-	dmin := float64(variants.F16ToF32(binary.LittleEndian.Uint16(b[k*144+2:])))
-	sub := w[i/32*32 : i/32*32+32]
-	mn, mx := 0.0, float64(sub[0])
-	for _, v := range sub {
-		mn, mx = math.Min(mn, float64(v)), math.Max(mx, float64(v))
+// kQuantBound is the bound of q4_K (blocks of 144 bytes, 15 levels) and
+// q5_K (176, 31): half the sub-block step, where the step covers the
+// sub-block's range (its min clamped at 0) plus one unit of dmin, rounded
+// up by at most one unit of d; plus float32 rounding.
+func kQuantBound(blockBytes int, levels float64) boundFunc {
+	return func(w []float32, b []byte, rows, cols, i int) float64 {
+		k := i / 256
+		d := float64(variants.F16ToF32(binary.LittleEndian.Uint16(b[k*blockBytes:])))
+		dmin := float64(variants.F16ToF32(binary.LittleEndian.Uint16(b[k*blockBytes+2:])))
+		sub := w[i/32*32 : i/32*32+32]
+		mn, mx := 0.0, float64(sub[0])
+		for _, v := range sub {
+			mn, mx = math.Min(mn, float64(v)), math.Max(mx, float64(v))
+		}
+		step := (mx-mn+dmin)/levels + d
+		return 0.5*step*(1+1e-5) + 1e-6*(mx-mn+dmin)
 	}
-	step := (mx-mn+dmin)/15 + d
-	return 0.5*step*(1+1e-5) + 1e-6*(mx-mn+dmin)
 }
+
+var (
+	q4KBound = kQuantBound(144, 15)
+	q5KBound = kQuantBound(176, 31)
+)

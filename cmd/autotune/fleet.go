@@ -8,7 +8,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/gemvtune/gemvtune/artifact"
 	"github.com/gemvtune/gemvtune/cache"
@@ -149,13 +148,9 @@ func pullMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "autotune: pull: %s was tuned with other kernel sources than this autotune's for %s: lookups treat those records as stale until autotune refreshes or re-tunes them\n",
 			ref, strings.Join(stale, ", "))
 	}
-	path, err := writablePath(f.cache, "pull")
+	db, path, err := openWritable(f.cache, "pull")
 	if err != nil {
 		return err
-	}
-	db, err := cache.Open(path, &cache.Options{Timeout: 10 * time.Second})
-	if err != nil {
-		return fmt.Errorf("pull: %w", err)
 	}
 	defer db.Close()
 	for i, e := range p.Exports {

@@ -50,28 +50,30 @@ func importMain(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("import %s: %w (import takes what autotune export writes)", file, err)
 	}
-	path, err := writablePath(*cachePath, "import")
+	db, path, err := openWritable(*cachePath, "import")
 	if err != nil {
 		return err
-	}
-	db, err := cache.Open(path, &cache.Options{Timeout: 10 * time.Second})
-	if err != nil {
-		return fmt.Errorf("import: %w", err)
 	}
 	defer db.Close()
 	return merge(db, e, "import", file+" into "+path, "the file", stdout)
 }
 
-// writablePath is --cache, else the default cache path.
-func writablePath(flagPath, cmd string) (string, error) {
-	if flagPath != "" {
-		return flagPath, nil
+// openWritable opens --cache, else the default cache, for a merge (waiting
+// up to 10 s for another writer); cmd names the command in errors.
+func openWritable(flagPath, cmd string) (*cache.DB, string, error) {
+	path := flagPath
+	if path == "" {
+		p, err := cache.DefaultPath()
+		if err != nil {
+			return nil, "", fmt.Errorf("%s: %w", cmd, err)
+		}
+		path = p
 	}
-	path, err := cache.DefaultPath()
+	db, err := cache.Open(path, &cache.Options{Timeout: 10 * time.Second})
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", cmd, err)
+		return nil, "", fmt.Errorf("%s: %w", cmd, err)
 	}
-	return path, nil
+	return db, path, nil
 }
 
 // merge imports e into db with the import rules (conflicts decided by the
