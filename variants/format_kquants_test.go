@@ -136,7 +136,6 @@ func TestQ5KDequantizeKnown(t *testing.T) {
 	}
 }
 
-
 // q6KBound: the quantizer's sub-block scale s = ext/-32 (ext the value of
 // largest magnitude) becomes dj = d*sc, off by the rounding of sc; a weight
 // is off by at most one step |dj| (+32 clamps to 31) plus 32 times that
