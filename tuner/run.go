@@ -209,12 +209,46 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		report(opts, Progress{Total: len(jobs), Stage: "tuning", ETA: eta / time.Duration(len(sessions))})
 	}
 
+	var workers []gpuWorker
+	for _, s := range sessions {
+		workers = append(workers, gpuWorker{ordinal: s.info.Ordinal, name: s.info.Name,
+			tune: func(ctx context.Context, j Job, jp jobPlan) (Decision, error) {
+				pb := builds[j.Format]
+				select {
+				case <-pb.done:
+				case <-ctx.Done():
+					return Decision{}, ctx.Err()
+				}
+				if pb.err != nil {
+					return Decision{}, pb.err
+				}
+				return tuneJob(ctx, s, j, pb.b, nv, opts, jp)
+			}})
+	}
+	return dispatch(ctx, jobs, workers, opts, jobBudgets(lim, jobs, opts), start)
+}
+
+// gpuWorker is one GPU's part of a run: its ordinal and name, for progress
+// and errors, and how it tunes one job there.
+type gpuWorker struct {
+	ordinal int
+	name    string
+	tune    func(ctx context.Context, j Job, jp jobPlan) (Decision, error)
+}
+
+// dispatch runs jobs on the workers, one GPU each: a worker takes the next
+// job from one queue when it finishes the last, so a faster GPU takes more,
+// and every job is tuned once, on one GPU. Each job gets its budget and a
+// prior from the jobs of its format finished before it, on any GPU.
+// Finished decisions go to Options.Record as they finish, so an interrupted
+// run keeps them; the error names each job that failed and, after a
+// cancel, how many were done.
+func dispatch(ctx context.Context, jobs []Job, workers []gpuWorker, opts Options, budgets map[Job]int, start time.Time) ([]Decision, error) {
 	queue := make(chan Job, len(jobs))
 	for _, j := range jobs {
 		queue <- j
 	}
 	close(queue)
-	budgets := jobBudgets(lim, jobs, opts)
 	var (
 		mu        sync.Mutex
 		decisions []Decision
@@ -226,7 +260,7 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		priors[f] = append([]PriorShape(nil), ps...)
 	}
 	var wg sync.WaitGroup
-	for _, s := range sessions {
+	for _, w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -234,28 +268,19 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 				if ctx.Err() != nil {
 					return
 				}
-				pb := builds[j.Format]
-				select {
-				case <-pb.done:
-				case <-ctx.Done():
-					return
-				}
-				var d Decision
-				err := pb.err
-				if err == nil {
-					mu.Lock()
-					jp := planJob(opts, budgets[j], priorFor(j.Rows, j.Cols, priors[j.Format]))
-					mu.Unlock()
-					d, err = tuneJob(ctx, s, j, pb.b, nv, opts, jp)
+				mu.Lock()
+				jp := planJob(opts, budgets[j], priorFor(j.Rows, j.Cols, priors[j.Format]))
+				mu.Unlock()
+				d, err := w.tune(ctx, j, jp)
+				if err != nil && ctx.Err() != nil {
+					return // interrupted: not a failure of the job
 				}
 				mu.Lock()
 				done++
-				if err == nil {
-					priors[j.Format] = append(priors[j.Format], priorOf(d))
-				}
 				if err != nil {
-					errs = append(errs, fmt.Errorf("%s %s on GPU %d: %w", j.Format, j.Shape(), s.info.Ordinal, err))
+					errs = append(errs, fmt.Errorf("%s %s on GPU %d: %w", j.Format, j.Shape(), w.ordinal, err))
 				} else {
+					priors[j.Format] = append(priors[j.Format], priorOf(d))
 					if opts.Record != nil {
 						if rerr := opts.Record(d); rerr != nil {
 							errs = append(errs, rerr)
@@ -265,7 +290,7 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 				}
 				el := time.Since(start)
 				eta := time.Duration(float64(el) / float64(done) * float64(len(jobs)-done))
-				report(opts, Progress{Done: done, Total: len(jobs), Job: j, Stage: "done", GPU: fmt.Sprintf("%d: %s", s.info.Ordinal, s.info.Name), ETA: eta})
+				report(opts, Progress{Done: done, Total: len(jobs), Job: j, Stage: "done", GPU: fmt.Sprintf("%d: %s", w.ordinal, w.name), ETA: eta})
 				mu.Unlock()
 			}
 		}()
