@@ -1,0 +1,170 @@
+package variants
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/space"
+)
+
+// hostSkip are the activation paths whose kernel code does not compile for
+// the host shim (testdata/hostemu/shim.h): q4_K's int8 path has PTX of its
+// own (dp4a with unsigned weights). Every other family and path is
+// emulated.
+var hostSkip = map[string][]int{"q4_K": {1}}
+
+// TestFamiliesOnHost compiles each family's kernel file for the CPU with a
+// shim for the prelude (testdata/hostemu) and runs its chunk loads and
+// chunk expression over whole rows, lane by lane as a warp does, for every
+// layout and activation path: on fresh random weights of shapes with one
+// super-block, a K tail and interleaved tiles, y must be within the
+// family's error bound of the float64 reference (NaN-poisoned buffers
+// would show as NaN), and every layout of one activation path must give
+// the same bits (the byte maps of docs/formats.md match the kernel's
+// reads). The GPU test runs the real kernels, every staging and knob; this
+// one runs where CI runs, with s=0's loads.
+func TestFamiliesOnHost(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("skipping: no g++ to build the host emulation")
+	}
+	shim, err := filepath.Abs("testdata/hostemu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prelude, _ := kernelFiles.ReadFile(preludeFile)
+	dir := t.TempDir()
+	for _, name := range FormatNames {
+		f := families[name].(*family)
+		for _, a := range f.acts {
+			if slices.Contains(hostSkip[name], a) {
+				continue
+			}
+			bins := map[int]string{}
+			for _, l := range f.layouts {
+				p := space.Params{R: 1, U: 1, S: 1, W: 8, L: l, A: a}
+				src, err := f.Source(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				at := strings.Index(src, string(prelude))
+				if at < 0 {
+					t.Fatalf("%s: the prelude is not in the source", name)
+				}
+				defs := filepath.Join(dir, fmt.Sprintf("%s_l%d_a%d_defs.h", name, l, a))
+				body := filepath.Join(dir, fmt.Sprintf("%s_l%d_a%d.cu", name, l, a))
+				bin := filepath.Join(dir, fmt.Sprintf("%s_l%d_a%d", name, l, a))
+				if err := os.WriteFile(defs, []byte(src[:at]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(body, []byte(src[at+len(prelude):]), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cmd := exec.Command(cxx, "-O1", "-ffp-contract=off", "-Wno-unknown-pragmas", "-I", shim,
+					fmt.Sprintf("-DDEFINES_FILE=%q", defs), fmt.Sprintf("-DFAMILY_FILE=%q", body),
+					filepath.Join(shim, "main.cpp"), "-o", bin)
+				if out, err := cmd.CombinedOutput(); err != nil {
+					t.Fatalf("%s l=%d a=%d: host build: %v\n%s", name, l, a, err, out)
+				}
+				bins[l] = bin
+			}
+			for _, sh := range [][2]int{{37, 256}, {67, 2048}, {5, 2304}, {130, 6144}} {
+				rows, cols := sh[0], sh[1]
+				raw := hostQuantized(t, f.Format(), rows, cols, uint64(rows*cols))
+				x := make([]float32, cols)
+				rng := rand.New(rand.NewPCG(uint64(cols), 5))
+				for i := range x {
+					x[i] = float32(rng.Float64()*2 - 1)
+				}
+				ref, err := f.Format().Reference(raw, x, rows, cols)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var first []float32
+				for _, l := range f.layouts {
+					p := space.Params{R: 1, U: 1, S: 1, W: 8, L: l, A: a}
+					if f.Gate(p, rows, cols) != nil {
+						continue
+					}
+					w, err := f.Repack(raw, rows, cols, l)
+					if err != nil {
+						t.Fatal(err)
+					}
+					y := runHost(t, bins[l], rows, cols, w, x)
+					if e := hostRelL2(y, ref); !(e <= f.ErrorBound(p)) {
+						t.Errorf("%s %dx%d l=%d a=%d: relative L2 error %.3g > bound %.3g", name, rows, cols, l, a, e, f.ErrorBound(p))
+					}
+					if first == nil {
+						first = y
+					} else if !bytes.Equal(floatBytes(first), floatBytes(y)) {
+						t.Errorf("%s %dx%d a=%d: layout l=%d differs from l=0 in its bits", name, rows, cols, a, l)
+					}
+				}
+			}
+		}
+	}
+}
+
+func hostQuantized(t *testing.T, f Format, rows, cols int, seed uint64) []byte {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 9))
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * 0.05)
+		if rng.IntN(300) == 0 {
+			w[i] *= 10
+		}
+	}
+	b, err := f.Quantize(w, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func runHost(t *testing.T, bin string, rows, cols int, w []byte, x []float32) []float32 {
+	t.Helper()
+	var in bytes.Buffer
+	binary.Write(&in, binary.LittleEndian, [2]int32{int32(rows), int32(cols)})
+	binary.Write(&in, binary.LittleEndian, int64(len(w)))
+	in.Write(w)
+	binary.Write(&in, binary.LittleEndian, x)
+	cmd := exec.Command(bin)
+	cmd.Stdin = &in
+	out, err := cmd.Output()
+	if err != nil || len(out) != 4*rows {
+		t.Fatalf("%s: %v (%d bytes out)", bin, err, len(out))
+	}
+	y := make([]float32, rows)
+	for i := range y {
+		y[i] = math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
+	}
+	return y
+}
+
+func hostRelL2(y []float32, ref []float64) float64 {
+	var num, den float64
+	for i, v := range y {
+		d := float64(v) - ref[i]
+		num += d * d
+		den += ref[i] * ref[i]
+	}
+	return math.Sqrt(num / den)
+}
+
+func floatBytes(y []float32) []byte {
+	b := make([]byte, 4*len(y))
+	for i, v := range y {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return b
+}
