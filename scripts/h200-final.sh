@@ -18,6 +18,9 @@
 #           what is copied and how (LDGSTS, UBLKCP, SYNCS, LDS, LDG), and
 #           the first three global reads or copies of each as written:
 #           $OUT/sass.txt
+#   budget  `--budget 25%` (the race) into its own cache and `autotune
+#           compare` against the exhaustive run of `tune` (run it first):
+#           $OUT/budget.json.gz, compare_budget.txt
 #   families F  (F a regexp of formats) their families on the GPU, sampled
 #           without -short (every one-knob deviation, corners, every 29th
 #           variant): $OUT/ftest.log
@@ -56,6 +59,17 @@ tune)
 	tail -3 $OUT/tune.err
 	$A show --cache /tmp/gemv-tune.db > $OUT/show.txt 2>&1
 	cp /tmp/gemv-tune.db $OUT/tune.db
+	;;
+budget)
+	# The search issue's check: the default budgeted search (--budget 25%)
+	# into its own cache, against the exhaustive run tune left
+	# ($OUT/run.json.gz), by autotune compare.
+	t0=$(date +%s)
+	timeout 300 $A --arch sm_90 --model llama-3-8b --budget 25% --json --cache /tmp/gemv-budget.db 2>$OUT/budget.err | gzip -c > $OUT/budget.json.gz
+	echo "budget 25% exit ${PIPESTATUS[0]} wall $(( $(date +%s) - t0 )) s" | tee $OUT/budget_wall.txt
+	grep -m1 "budget" $OUT/budget.err
+	$A compare $OUT/run.json.gz $OUT/budget.json.gz > $OUT/compare_budget.txt 2>&1; echo "compare exit $?"
+	tail -12 $OUT/compare_budget.txt
 	;;
 families)
 	fam=${2:?families needs a format regexp}; shift
