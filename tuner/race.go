@@ -3,7 +3,6 @@ package tuner
 import (
 	"cmp"
 	"hash/fnv"
-	"math"
 	"slices"
 
 	"github.com/gemvtune/gemvtune/space"
@@ -58,11 +57,12 @@ func race(m measurer, in searchInput) (stageResult, error) {
 	if groupOf == nil {
 		groupOf = func(string) int { return 0 }
 	}
-	reserve := (min(len(in.ids), nFinalists*len(distinctGroups(in.ids, groupOf))) + 1) * finalRounds
-	search := in.budget - reserve
-	if in.budget <= 0 {
-		search = math.MaxInt / 2
+	cost := exhaustiveCost(len(in.ids), len(distinctGroups(in.ids, groupOf)))
+	budget := in.budget
+	if budget <= 0 {
+		budget = cost.exhaustive // no budget: what exhaustive would spend
 	}
+	search := budget - cost.finals
 	order := raceOrder(in.ids, in.prior)
 	byGroup := map[int][]string{}
 	var groups []int

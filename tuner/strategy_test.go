@@ -143,6 +143,11 @@ func TestRace(t *testing.T) {
 			}
 		}
 	}
+	// Without a budget, race spends at most what exhaustive would.
+	r0, ids0 := space200(4)
+	if _, err := race(r0, searchInput{ids: ids0, stock: "stock"}); err != nil || r0.batches > exhaustiveCost(len(ids0), 1).exhaustive {
+		t.Errorf("race without a budget: %d batches (%v), exhaustive %d", r0.batches, err, exhaustiveCost(len(ids0), 1).exhaustive)
+	}
 	// 150 batches: room to screen a few; the prior puts v123 among them.
 	r, ids := space200(9)
 	prior := map[string]float64{"v123": 1.0, "v001": 1.5}
