@@ -146,6 +146,8 @@ func TestGate(t *testing.T) {
 		// q6_K's raw blocks are 2-byte aligned: its ring and bulk copies
 		// need the interleaved tiles; q5_K's 176-byte blocks have a ring.
 		{"q6_K", v1, 37, 256, ""},
+		{"q6_K", v1, 37, 384, "q6_K needs cols a multiple of 256, got 384"},
+		{"q5_K", v1, 37, 640, "q5_K needs cols a multiple of 256, got 640"},
 		{"q6_K", mustParse(t, "r1f0u2s2w8"), 3, 256, "q6_K s=2 (weight ring) needs layout l in 1, got l=0"},
 		{"q6_K", mustParse(t, "r1f0u2s2w8l1"), 3, 2048, ""},
 		{"q6_K", mustParse(t, "r1f0u2s3w8l1"), 3, 4096, ""},
