@@ -62,27 +62,40 @@ func parseBudget(s string) (budgetSpec, error) {
 // most of the run.
 const minShare = 0.05
 
-// options turns the budget into the tuner's options for jobs on arch: a
-// time becomes the share of the exhaustive run that the plan expects to
-// take that long, and a note says so.
+// options turns the budget into the tuner's options for jobs on arch. A
+// time becomes a share by the static plan's model: its expected time in
+// full, E(1), and at the smallest share, E(minShare), give the part no
+// budget shortens (compiles, verification, the finals) and the part that
+// scales with the share; the share is what leaves the time asked for. A
+// note says what it chose.
 func (b budgetSpec) options(arch string, jobs []tuner.Job) (batches int, share float64, note string, err error) {
 	if b.wall == 0 {
 		return b.batches, b.share, "", nil
 	}
-	plan, err := planFn(arch, jobs, 0)
+	expected := func(plan []tuner.PlanEntry, err error) (time.Duration, error) {
+		var d time.Duration
+		for _, e := range plan {
+			d += e.Expected
+		}
+		return d, err
+	}
+	full, err := expected(planFn(arch, jobs, 0))
 	if err != nil {
 		return 0, 0, "", err
 	}
-	var full time.Duration
-	for _, e := range plan {
-		full += e.Expected
+	least, err := expected(sharePlanFn(arch, jobs, minShare))
+	if err != nil {
+		return 0, 0, "", err
 	}
-	share = min(1, float64(b.wall)/float64(max(full, 1)))
+	scaled := max(float64(full-least)/(1-minShare), 1)
+	fixed := time.Duration(float64(full) - scaled)
+	share = (float64(b.wall) - float64(fixed)) / scaled
 	switch {
 	case share >= 1:
 		return 0, 0, fmt.Sprintf("--budget %v: the exhaustive run is expected to take %v: tuning in full", b.wall, full.Round(time.Second)), nil
 	case share < minShare:
-		share = minShare
+		return 0, minShare, fmt.Sprintf("--budget %v: what no budget shortens (compiles, verification, the finals) is expected to take %v: searching %.0f %% of the exhaustive run's timed batches",
+			b.wall, fixed.Round(time.Second), 100*minShare), nil
 	}
 	return 0, share, fmt.Sprintf("--budget %v: %.0f %% of the exhaustive run's timed batches (expected %v in full)", b.wall, 100*share, full.Round(time.Second)), nil
 }

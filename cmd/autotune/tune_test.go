@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -698,10 +699,30 @@ func TestDryRunBudgets(t *testing.T) {
 	if out := run("25%"); !strings.Contains(out, "budget: 25 % of an exhaustive run's timed batches") {
 		t.Errorf("--budget 25%%:\n%s", out)
 	}
-	if out := run("20s"); !strings.Contains(out, "--budget 20s: ") || !strings.Contains(out, "% of the exhaustive run's timed batches (expected ") {
+	if out := run("20s"); !strings.Contains(out, "--budget 20s: ") || !strings.Contains(out, " % of the exhaustive run's timed batches") {
 		t.Errorf("--budget 20s:\n%s", out)
 	}
 	if out := run("10h"); !strings.Contains(out, "tuning in full") {
 		t.Errorf("--budget 10h:\n%s", out)
+	}
+}
+
+// A time budget is split by the plan's model into what no budget shortens
+// and what scales with the share.
+func TestTimeBudgetShare(t *testing.T) {
+	swap(t, &planFn, func(arch string, jobs []tuner.Job, budget int) ([]tuner.PlanEntry, error) {
+		return []tuner.PlanEntry{{Expected: 100 * time.Second}}, nil // 20 s fixed + 80 s at the full share
+	})
+	swap(t, &sharePlanFn, func(arch string, jobs []tuner.Job, share float64) ([]tuner.PlanEntry, error) {
+		return []tuner.PlanEntry{{Expected: time.Duration((20 + 80*share) * float64(time.Second))}}, nil
+	})
+	for _, tc := range []struct {
+		wall  time.Duration
+		share float64
+	}{{60 * time.Second, 0.5}, {10 * time.Second, minShare}, {200 * time.Second, 0}} {
+		_, share, note, err := budgetSpec{wall: tc.wall}.options("sm_90", nil)
+		if err != nil || math.Abs(share-tc.share) > 1e-9 || note == "" {
+			t.Errorf("--budget %v: share %.3f (%q, %v), want %.3f", tc.wall, share, note, err, tc.share)
+		}
 	}
 }
