@@ -99,7 +99,7 @@ func newTuneFlagSet(f *tuneFlags) *flag.FlagSet {
 	fs.BoolVar(&f.json, "json", false, "print the decisions as JSON instead of the table")
 	fs.BoolVar(&f.force, "force", false, "re-tune entries the cache already holds and are not stale")
 	fs.BoolVar(&f.wait, "wait", false, "wait for another tuner of the same GPU to finish instead of failing")
-	fs.StringVar(&f.shard, "shard", "", "tune only part `I/N` of the job list (0 ≤ I < N): N machines, or N GPUs of one host, each running its part tune the list once; merge the parts with push and pull, or import")
+	fs.StringVar(&f.shard, "shard", "", "tune only part `I/N` of the job list (0 ≤ I < N): N machines (or processes with a cache file each) running their parts tune the list once; merge the parts with push and pull, or export and import")
 	return fs
 }
 
