@@ -28,6 +28,8 @@
 #           4096x14336, 14336x4096 and 4096x4096 from .gpubin/tune.db (a
 #           cache `tune` left, carried back) or /tmp/gemv-tune.db:
 #           $OUT/bench4.txt
+#   chain   `autotune bench --chain` of llama-3-8b for every format from the
+#           cache of `tune` (or .gpubin/tune.db): $OUT/chain.txt
 #   ggml    builds ggml's test-backend-ops with CUDA (sm_90 only, no flash
 #           attention, no NCCL) from .peer/ggml.tar.gz, with the MUL_MAT
 #           perf cases at those four shapes, and runs them for n=1:
@@ -81,6 +83,11 @@ bench4)
 	db=/tmp/gemv-tune.db; [ -f .gpubin/tune.db ] && { cp .gpubin/tune.db /tmp/bench4.db; db=/tmp/bench4.db; }
 	timeout 300 $A bench --arch sm_90 --formats q5_K,q6_K,f16 --shapes 28672x8192,4096x14336,14336x4096,4096x4096 --cache $db > $OUT/bench4.txt 2>$OUT/bench4.err
 	echo "bench4 exit $?"; cat $OUT/bench4.txt; tail -3 $OUT/bench4.err
+	;;
+chain)
+	db=/tmp/gemv-tune.db; [ -f .gpubin/tune.db ] && [ ! -f $db ] && cp .gpubin/tune.db $db
+	timeout 500 $A bench --chain --model llama-3-8b --cache $db > $OUT/chain.txt 2>$OUT/chain.err
+	echo "chain exit $?"; cat $OUT/chain.txt; tail -3 $OUT/chain.err
 	;;
 ggml)
 	rm -rf /tmp/ggml && mkdir -p /tmp/ggml && tar -xzf .peer/ggml.tar.gz -C /tmp/ggml || exit 1

@@ -22,6 +22,7 @@ func init() {
 
 const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--formats q4_0,...] [--shapes RxC,...] [--cache PATH]
        autotune bench --variants ID,... [--arch ...] [--formats ...] [--shapes ...]
+       autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N]
 
 Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
 and prints µs, GB/s and % of the read ceiling measured in the same run. The
@@ -30,6 +31,11 @@ against stock); otherwise the whole space is tuned now, without recording.
 With --variants, exactly those variants (each format takes the ones it has)
 are verified and measured against stock, and every one gets a row.
 Defaults: all formats, shapes 28672x8192 and 4096x14336.
+With --chain, one decoded token's GEMVs of --model (default llama-3-8b) run
+back to back in one CUDA graph, each stage's x the output of the one
+before, every layer's weights in memory of their own: stock, then the
+cache's choices for this GPU, each without and with PDL edges, every output
+checked against the float64 reference (docs/tuner.md, "The decode chain").
 `
 
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -43,6 +49,9 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(shapes, "shape", *shapes, "the same as --shapes")
 	cachePath := fs.String("cache", "", "cache file with tuned winners (default $GEMV_TUNE_CACHE or the user cache folder)")
 	ids := fs.String("variants", "", "measure these variant IDs (comma-separated) against stock instead of the tuned winner")
+	chain := fs.Bool("chain", false, "time one decoded token's GEMVs in a graph (stock and tuned, without and with PDL)")
+	model := fs.String("model", defaultModel, "with --chain: the model preset whose token runs: "+strings.Join(presetNames(), ", "))
+	ordinal := fs.Int("gpu", 0, "with --chain: the GPU ordinal to run on")
 	if help, err := parseArgs(fs, args, 0); help || err != nil {
 		return err
 	}
@@ -61,6 +70,9 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *ids != "" {
 		return benchVariants(ctx, *arch, fl, sl, *ids, stdout, stderr)
+	}
+	if *chain {
+		return benchChain(ctx, *model, fl, *cachePath, *ordinal, stdout, stderr)
 	}
 	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: func(string) (string, bool) { return "", false }})
 	if pol != nil && pol.CacheErr != nil {

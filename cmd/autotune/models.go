@@ -19,14 +19,15 @@ type modelPreset struct {
 	kv     int    // num_key_value_heads
 	head   int    // head dimension (hidden_size / num_attention_heads)
 	vocab  int    // vocab_size (the lm head's rows)
+	layers int    // num_hidden_layers
 }
 
 // presets are the models --model accepts.
 var presets = []modelPreset{
-	{name: "llama-3-8b", config: "meta-llama/Meta-Llama-3-8B", hidden: 4096, inter: 14336, heads: 32, kv: 8, head: 128, vocab: 128256},
-	{name: "llama-3-70b", config: "meta-llama/Meta-Llama-3-70B", hidden: 8192, inter: 28672, heads: 64, kv: 8, head: 128, vocab: 128256},
-	{name: "qwen2.5-7b", config: "Qwen/Qwen2.5-7B", hidden: 3584, inter: 18944, heads: 28, kv: 4, head: 128, vocab: 152064},
-	{name: "mistral-7b", config: "mistralai/Mistral-7B-v0.3", hidden: 4096, inter: 14336, heads: 32, kv: 8, head: 128, vocab: 32768},
+	{name: "llama-3-8b", config: "meta-llama/Meta-Llama-3-8B", hidden: 4096, inter: 14336, heads: 32, kv: 8, head: 128, vocab: 128256, layers: 32},
+	{name: "llama-3-70b", config: "meta-llama/Meta-Llama-3-70B", hidden: 8192, inter: 28672, heads: 64, kv: 8, head: 128, vocab: 128256, layers: 80},
+	{name: "qwen2.5-7b", config: "Qwen/Qwen2.5-7B", hidden: 3584, inter: 18944, heads: 28, kv: 4, head: 128, vocab: 152064, layers: 28},
+	{name: "mistral-7b", config: "mistralai/Mistral-7B-v0.3", hidden: 4096, inter: 14336, heads: 32, kv: 8, head: 128, vocab: 32768, layers: 32},
 }
 
 // matrix is one weight matrix of a preset, W = [rows, cols] = out x in.
@@ -55,6 +56,31 @@ func (p modelPreset) matrices() []matrix {
 		m("down", p.hidden, p.inter),
 		m("lm-head", p.vocab, p.hidden),
 	}
+}
+
+// tokenGEMV is one GEMV of a decoded token, in the order the token runs
+// them.
+type tokenGEMV struct {
+	name  string // "blk.3.qkv", "lm-head"
+	shape space.Shape
+}
+
+// token lists one decoded token's GEMVs as an engine with fused qkv and
+// gate_up runs them: per layer qkv, o, gate_up, down, then the lm head.
+// (Attention and the activation sit between them in a model; the chain
+// benchmark runs the GEMVs back to back.)
+func (p modelPreset) token() []tokenGEMV {
+	q, kv := p.heads*p.head, p.kv*p.head
+	var out []tokenGEMV
+	for l := 0; l < p.layers; l++ {
+		blk := fmt.Sprintf("blk.%d.", l)
+		out = append(out,
+			tokenGEMV{blk + "qkv", space.Shape{Rows: q + 2*kv, Cols: p.hidden}},
+			tokenGEMV{blk + "o", space.Shape{Rows: p.hidden, Cols: q}},
+			tokenGEMV{blk + "gate_up", space.Shape{Rows: 2 * p.inter, Cols: p.hidden}},
+			tokenGEMV{blk + "down", space.Shape{Rows: p.hidden, Cols: p.inter}})
+	}
+	return append(out, tokenGEMV{"lm-head", space.Shape{Rows: p.vocab, Cols: p.hidden}})
 }
 
 // shapes returns the preset's distinct shapes in the order of matrices.

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/tuner"
+)
+
+// TestBenchChain: --chain runs, per format, the token of the preset in the
+// four modes, stock everywhere or the cache's choices, PDL as the mode
+// says, and prints a row for each.
+func TestBenchChain(t *testing.T) {
+	path := cacheWith(t, testRecord(t, "sm_90", "q4_0", 28672, 4096, "r2f0u2s2w8l1"))
+	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
+		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA H200", Arch: gpu.Arch{Major: 9, Minor: 0}}}, nil
+	})
+	type call struct {
+		stages []tuner.ChainStage
+		pdl    bool
+	}
+	var calls []call
+	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
+		calls = append(calls, call{stages, opts.PDL})
+		return tuner.ChainResult{Stages: len(stages), Bytes: 4.2e9, MedianUS: 1100, LoUS: 1090, HiUS: 1110, CeilingGBs: 4400,
+			PctCeiling: 86.8, TokPerS: 909, MaxRelErr: 3e-7}, nil
+	})
+	var out, errw bytes.Buffer
+	if err := benchMain(context.Background(), []string{"--chain", "--formats", "q4_0", "--cache", path}, &out, &errw); err != nil {
+		t.Fatalf("%v (%s)", err, errw.String())
+	}
+	if len(calls) != 4 {
+		t.Fatalf("%d chain runs, want 4 (stock and tuned, without and with PDL)", len(calls))
+	}
+	for i, c := range calls {
+		tuned, pdl := i >= 2, i%2 == 1
+		if c.pdl != pdl || len(c.stages) != 32*4+1 {
+			t.Errorf("run %d: PDL %v, %d stages", i, c.pdl, len(c.stages))
+		}
+		for _, st := range c.stages {
+			// The record at 28672x4096 serves every 4096-col shape (the
+			// nearest rule); down (14336 cols) has none: stock.
+			want := space.Stock
+			if tuned && st.Cols == 4096 {
+				want, _ = space.Parse("r2f0u2s2w8l1")
+			}
+			if st.Params != want {
+				t.Errorf("run %d %s: %s, want %s", i, st.Name, st.Params.ID(), want.ID())
+			}
+		}
+	}
+	for _, want := range []string{"one token of llama-3-8b (129 GEMVs) on GPU 0, NVIDIA H200", "stock, PDL", "tuned, PDL", "1100.0", "86.8", "909"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// Errors: a bad preset is a usage error, a failed chain names the mode.
+	swap(t, &chainFn, func(context.Context, int, []tuner.ChainStage, tuner.ChainOptions) (tuner.ChainResult, error) {
+		return tuner.ChainResult{}, errors.New("blk.3.down: relative L2 error 0.5")
+	})
+	err := benchMain(context.Background(), []string{"--chain", "--formats", "bf16", "--cache", path}, &out, &errw)
+	if err == nil || !strings.Contains(err.Error(), "bench --chain bf16 (stock): blk.3.down") {
+		t.Errorf("failed chain: %v", err)
+	}
+	var u usageError
+	if err := benchMain(context.Background(), []string{"--chain", "--model", "gpt-9"}, &out, &errw); !errors.As(err, &u) {
+		t.Errorf("--model gpt-9: %v, want a usage error", err)
+	}
+}
+
+// Every preset's token is a chain the checks accept in every format:
+// each stage's x no longer than the y before it, every shape gated in.
+func TestPresetTokens(t *testing.T) {
+	for _, p := range presets {
+		token := p.token()
+		if len(token) != 4*p.layers+1 || p.layers == 0 {
+			t.Errorf("%s: %d GEMVs for %d layers", p.name, len(token), p.layers)
+		}
+		for _, f := range []string{"q4_0", "q4_K", "bf16"} {
+			stages, err := chainStages(nil, "sm_90", f, token, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tuner.CheckChain(stages); err != nil {
+				t.Errorf("%s %s: %v", p.name, f, err)
+			}
+		}
+	}
+}

@@ -1,0 +1,404 @@
+package tuner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+// ChainStage is one GEMV of a decoded token, in the order the token runs
+// them: its name ("blk.3.qkv"), format, shape and the variant that runs it.
+type ChainStage struct {
+	Name       string
+	Format     string
+	Rows, Cols int
+	Params     space.Params
+	Cubin      []byte // the variant's stored cubin; nil: compiled here
+}
+
+// ChainOptions are how Chain runs the token.
+type ChainOptions struct {
+	// PDL launches every stage with programmatic dependent launch
+	// (programmatic edges in the graph; sm_90+).
+	PDL bool
+	// Samples is how many timed batches of tokens give the median; 0 is 21.
+	Samples int
+}
+
+// ChainResult is what one token's GEMVs took.
+type ChainResult struct {
+	Stages     int
+	Bytes      int64   // weight bytes one token reads
+	MedianUS   float64 // µs per token
+	LoUS, HiUS float64 // confidence interval of the median
+	CeilingGBs float64 // the streaming read measured in the same run
+	// PctCeiling is the time reading Bytes at the ceiling would take, over
+	// MedianUS, in percent.
+	PctCeiling float64
+	TokPerS    float64 // 1e6 / MedianUS: what the GEMVs alone allow
+	// MaxRelErr is the largest relative L2 error of a stage's output
+	// against its float64 reference (the stage's own input x).
+	MaxRelErr float64
+	GPUName   string
+}
+
+// chainTokens is how many tokens one timed batch replays.
+const chainTokens = 5
+
+// Chain runs the stages as one token on GPU ordinal, each stage's x the
+// first Cols values of the stage before's y (the first stage's a random
+// x), every stage with weights of its own in device memory (a token reads
+// far more than L2 holds, as a model does), captured in one CUDA graph. It
+// checks every stage's output against the float64 reference of the input
+// it read, then times the graph: warm-up, then Samples batches of
+// chainTokens tokens between CUDA events. Stages of one (format, shape,
+// layout) share their host weights (random, quantized once) and are copied
+// to their own device memory.
+func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOptions) (ChainResult, error) {
+	res := ChainResult{Stages: len(stages)}
+	if err := CheckChain(stages); err != nil {
+		return res, err
+	}
+	if opts.Samples <= 0 {
+		opts.Samples = 21
+	}
+	dev, err := gpu.Open(ordinal)
+	if err != nil {
+		return res, err
+	}
+	defer dev.Close()
+	info := dev.Info()
+	res.GPUName = info.Name
+	if opts.PDL && info.Arch.Major < 9 {
+		return res, fmt.Errorf("chain with PDL: %s is %s; programmatic dependent launch needs sm_90 or newer", info.Name, info.Arch)
+	}
+	libs, err := gpu.FindNVRTC()
+	if err != nil {
+		return res, err
+	}
+	nv, err := gpu.ChooseNVRTC(libs, info.Arch)
+	if err != nil {
+		return res, err
+	}
+	ceil, _, err := nv.Compile(ceilingSource, "read_ceiling.cu", info.Arch)
+	if err != nil {
+		return res, fmt.Errorf("compiling the read-ceiling kernel: %w", err)
+	}
+	w := &worker{dev: dev, info: info}
+	if res.CeilingGBs, err = w.measureCeiling(ceil); err != nil {
+		return res, fmt.Errorf("measuring the read ceiling: %w", err)
+	}
+
+	// Host data: one quantized matrix per (format, shape, layout).
+	type weightKey struct {
+		format     string
+		rows, cols int
+		layout     int
+	}
+	raws := map[weightKey][]byte{}   // raw bytes, for the reference
+	packed := map[weightKey][]byte{} // in the stage's layout
+	for _, st := range stages {
+		k := weightKey{st.Format, st.Rows, st.Cols, st.Params.L}
+		if _, ok := packed[k]; ok {
+			continue
+		}
+		fam, _ := variants.FamilyOf(st.Format)
+		rk := weightKey{st.Format, st.Rows, st.Cols, 0}
+		raw, ok := raws[rk]
+		if !ok {
+			if raw, err = chainWeights(fam.Format(), st.Rows, st.Cols); err != nil {
+				return res, fmt.Errorf("%s: %w", st.Name, err)
+			}
+			raws[rk] = raw
+		}
+		if packed[k], err = fam.Repack(raw, st.Rows, st.Cols, st.Params.L); err != nil {
+			return res, fmt.Errorf("%s: %w", st.Name, err)
+		}
+	}
+	x0 := make([]float32, stages[0].Cols)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for i := range x0 {
+		x0[i] = float32(rng.Float64()*2 - 1)
+	}
+
+	// Device data and modules, then the graph.
+	type stageDev struct {
+		w, y   gpu.DevPtr
+		mod    gpu.Module
+		fn     gpu.Function
+		launch variants.Launch
+		args   *gpu.Args
+	}
+	devs := make([]stageDev, len(stages))
+	var x gpu.DevPtr
+	var graph gpu.GraphExec
+	defer dev.Do(func(c *gpu.Ctx) error {
+		if graph != 0 {
+			c.DestroyGraphExec(graph)
+		}
+		for _, d := range devs {
+			if d.w != 0 {
+				c.Free(d.w)
+			}
+			if d.y != 0 {
+				c.Free(d.y)
+			}
+			if d.mod != 0 {
+				c.UnloadModule(d.mod)
+			}
+		}
+		if x != 0 {
+			c.Free(x)
+		}
+		return nil
+	})
+	cubins := map[space.Params]map[string][]byte{} // compiled here, by format
+	for i, st := range stages {
+		fam, _ := variants.FamilyOf(st.Format)
+		cubin := st.Cubin
+		if cubin == nil {
+			if cubins[st.Params] == nil {
+				cubins[st.Params] = map[string][]byte{}
+			}
+			if cubin = cubins[st.Params][st.Format]; cubin == nil {
+				src, err := fam.Source(st.Params)
+				if err != nil {
+					return res, fmt.Errorf("%s: %w", st.Name, err)
+				}
+				if cubin, _, err = nv.Compile(src, st.Format+".cu", info.Arch); err != nil {
+					return res, fmt.Errorf("%s: compiling %s: %w", st.Name, st.Params.ID(), err)
+				}
+				cubins[st.Params][st.Format] = cubin
+			}
+		}
+		d := &devs[i]
+		d.launch = fam.Launch(st.Params, st.Rows, st.Cols)
+		b := packed[weightKey{st.Format, st.Rows, st.Cols, st.Params.L}]
+		res.Bytes += int64(len(b))
+		err := dev.Do(func(c *gpu.Ctx) error {
+			var err error
+			if d.mod, err = c.LoadModule(cubin); err != nil {
+				return err
+			}
+			if d.fn, err = c.Function(d.mod, variants.KernelName); err != nil {
+				return err
+			}
+			if d.launch.SharedBytes > 48*1024 {
+				if err := c.SetMaxDynamicShared(d.fn, int(d.launch.SharedBytes)); err != nil {
+					return err
+				}
+			}
+			if d.w, err = c.Alloc(len(b)); err != nil {
+				return err
+			}
+			if err := c.CopyHtoD(d.w, b); err != nil {
+				return err
+			}
+			if d.y, err = c.Alloc(4 * st.Rows); err != nil {
+				return err
+			}
+			return c.Memset(d.y, 0xFF, 4*st.Rows) // NaN until written
+		})
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", st.Name, err)
+		}
+	}
+	err = dev.Do(func(c *gpu.Ctx) error {
+		var err error
+		if x, err = c.Alloc(4 * len(x0)); err != nil {
+			return err
+		}
+		if err := c.CopyHtoD(x, gpu.Bytes(x0)); err != nil {
+			return err
+		}
+		in := x
+		for i, st := range stages {
+			d := &devs[i]
+			if d.args, err = gpu.NewArgs(d.w, in, d.y, int32(st.Rows), int32(st.Cols)); err != nil {
+				return err
+			}
+			in = d.y
+		}
+		s, err := c.NewStream()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyStream(s)
+		if err := c.BeginCapture(s); err != nil {
+			return err
+		}
+		for i := range stages {
+			d := &devs[i]
+			cfg := gpu.LaunchConfig{Grid: d.launch.Grid, Block: d.launch.Block, SharedBytes: d.launch.SharedBytes, Stream: s, PDL: opts.PDL && i > 0}
+			if err := c.Launch(d.fn, cfg, d.args); err != nil {
+				_, _ = c.EndCapture(s)
+				return fmt.Errorf("%s: %w", stages[i].Name, err)
+			}
+		}
+		g, err := c.EndCapture(s)
+		if err != nil {
+			return err
+		}
+		defer c.DestroyGraph(g)
+		graph, err = c.Instantiate(g)
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("capturing the token's graph: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+
+	// One token, checked stage by stage against its own input.
+	ys := make([][]float32, len(stages))
+	err = dev.Do(func(c *gpu.Ctx) error {
+		if err := c.LaunchGraph(graph, 0); err != nil {
+			return err
+		}
+		if err := c.WaitStream(0, 60*time.Second); err != nil {
+			return err
+		}
+		for i, st := range stages {
+			out := make([]byte, 4*st.Rows)
+			if err := c.CopyDtoH(out, devs[i].y); err != nil {
+				return err
+			}
+			ys[i] = floatsOf(out)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("running the token: %w", err)
+	}
+	in := x0
+	for i, st := range stages {
+		fam, _ := variants.FamilyOf(st.Format)
+		ref, err := fam.Format().Reference(raws[weightKey{st.Format, st.Rows, st.Cols, 0}], in, st.Rows, st.Cols)
+		if err != nil {
+			return res, err
+		}
+		e := chainRelErr(ys[i], ref)
+		if !(e <= fam.ErrorBound(st.Params)) {
+			return res, fmt.Errorf("%s (%s %dx%d, %s): relative L2 error %.3g against the float64 reference, bound %.3g",
+				st.Name, st.Format, st.Rows, st.Cols, st.Params.ID(), e, fam.ErrorBound(st.Params))
+		}
+		res.MaxRelErr = max(res.MaxRelErr, e)
+		if i+1 < len(stages) {
+			in = ys[i][:stages[i+1].Cols]
+		}
+	}
+
+	// Time it.
+	var samples []float64
+	err = dev.Do(func(c *gpu.Ctx) error {
+		e0, err := c.NewEvent()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyEvent(e0)
+		e1, err := c.NewEvent()
+		if err != nil {
+			return err
+		}
+		defer c.DestroyEvent(e1)
+		for k := -3; k < opts.Samples; k++ { // three batches of warm-up
+			if err := c.Record(e0, 0); err != nil {
+				return err
+			}
+			for t := 0; t < chainTokens; t++ {
+				if err := c.LaunchGraph(graph, 0); err != nil {
+					return err
+				}
+			}
+			if err := c.Record(e1, 0); err != nil {
+				return err
+			}
+			if err := c.WaitEvent(e1, 60*time.Second); err != nil {
+				return err
+			}
+			d, err := c.Elapsed(e0, e1)
+			if err != nil {
+				return err
+			}
+			if k >= 0 {
+				samples = append(samples, d.Seconds()*1e6/chainTokens)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("timing the token: %w", err)
+	}
+	res.MedianUS, res.LoUS, res.HiUS = summarize(samples)
+	if res.MedianUS > 0 {
+		res.TokPerS = 1e6 / res.MedianUS
+		res.PctCeiling = 100 * (float64(res.Bytes) / (res.CeilingGBs * 1e3)) / res.MedianUS
+	}
+	return res, nil
+}
+
+// CheckChain checks that the stages form a chain: known formats, shapes
+// their variants can run, and each x no longer than the y before it.
+func CheckChain(stages []ChainStage) error {
+	if len(stages) == 0 {
+		return errors.New("chain: no stages")
+	}
+	for i, st := range stages {
+		fam, err := variants.FamilyOf(st.Format)
+		if err != nil {
+			return fmt.Errorf("chain stage %s: %w", st.Name, err)
+		}
+		if err := fam.Gate(st.Params, st.Rows, st.Cols); err != nil {
+			return fmt.Errorf("chain stage %s: %s cannot run %dx%d: %w", st.Name, st.Params.ID(), st.Rows, st.Cols, err)
+		}
+		if i > 0 && st.Cols > stages[i-1].Rows {
+			return fmt.Errorf("chain stage %s reads %d values of x, but %s writes only %d", st.Name, st.Cols, stages[i-1].Name, stages[i-1].Rows)
+		}
+	}
+	return nil
+}
+
+// chainWeights are random weights quantized into format, scaled so that a
+// stage's output is about as large as its input (σ = 1/√cols), which keeps
+// a chain of a hundred GEMVs finite and away from zero.
+func chainWeights(f variants.Format, rows, cols int) ([]byte, error) {
+	rng := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
+	w := make([]float32, rows*cols)
+	sigma := 1 / math.Sqrt(float64(cols))
+	for i := range w {
+		w[i] = float32(rng.NormFloat64() * sigma)
+	}
+	return f.Quantize(w, rows, cols)
+}
+
+func floatsOf(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+	}
+	return out
+}
+
+// chainRelErr is ||y - ref|| / ||ref||; NaN anywhere, or a zero reference,
+// gives NaN, which no bound accepts.
+func chainRelErr(y []float32, ref []float64) float64 {
+	var num, den float64
+	for i, v := range y {
+		d := float64(v) - ref[i]
+		num += d * d
+		den += ref[i] * ref[i]
+	}
+	if den == 0 || slices.ContainsFunc(y, func(v float32) bool { return math.IsInf(float64(v), 0) }) {
+		return math.NaN()
+	}
+	return math.Sqrt(num / den)
+}

@@ -1,0 +1,61 @@
+package tuner
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
+)
+
+func TestCheckChain(t *testing.T) {
+	st := func(name, format string, rows, cols int) ChainStage {
+		return ChainStage{Name: name, Format: format, Rows: rows, Cols: cols, Params: space.Stock}
+	}
+	for _, tc := range []struct {
+		stages []ChainStage
+		want   string
+	}{
+		{nil, "no stages"},
+		{[]ChainStage{st("a", "q4_0", 4096, 4096), st("b", "q4_0", 4096, 8192)}, "b reads 8192 values of x, but a writes only 4096"},
+		{[]ChainStage{st("a", "q5_0", 4096, 4096)}, "unknown format"},
+		{[]ChainStage{st("a", "q4_K", 4096, 100)}, "cannot run 4096x100"},
+		{[]ChainStage{st("a", "q4_0", 8192, 4096), st("b", "q6_K", 4096, 8192)}, ""},
+	} {
+		err := CheckChain(tc.stages)
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CheckChain: %v, want %q", err, tc.want)
+		}
+	}
+}
+
+// The chain's weights keep a GEMV's output about as large as its input.
+func TestChainWeights(t *testing.T) {
+	for _, name := range []string{"q4_0", "q6_K", "bf16"} {
+		f, _ := variants.FormatOf(name)
+		rows, cols := 64, 4096
+		raw, err := chainWeights(f, rows, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, cols)
+		for i := range x {
+			x[i] = float32(math.Sin(float64(i)))
+		}
+		y, _ := f.Reference(raw, x, rows, cols)
+		var nx, ny float64
+		for _, v := range x {
+			nx += float64(v) * float64(v)
+		}
+		for _, v := range y {
+			ny += v * v
+		}
+		if g := math.Sqrt(ny/float64(rows)) / math.Sqrt(nx/float64(cols)); g < 0.7 || g > 1.4 {
+			t.Errorf("%s: RMS gain %.2f, want about 1", name, g)
+		}
+	}
+	if !math.IsNaN(chainRelErr([]float32{1}, []float64{0})) || !math.IsNaN(chainRelErr([]float32{float32(math.Inf(1))}, []float64{1})) {
+		t.Error("chainRelErr accepts a zero reference or an infinite output")
+	}
+}
