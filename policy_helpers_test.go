@@ -6,19 +6,7 @@ import (
 
 	"github.com/gemvtune/gemvtune/cache"
 	"github.com/gemvtune/gemvtune/internal/cachetest"
-	"github.com/gemvtune/gemvtune/variants"
 )
-
-// sourceHash returns the current family's hash, failing the test when the
-// family is not registered.
-func sourceHash(t testing.TB, format string) string {
-	t.Helper()
-	f, err := variants.FamilyOf(format)
-	if err != nil {
-		t.Fatalf("family %s: %v", format, err)
-	}
-	return f.SourceHash()
-}
 
 // rec returns a current, valid record whose winner is id, tuned on an
 // H200, of class class.
