@@ -226,7 +226,10 @@ func (c *client) blob(d v1.Descriptor, limit int64) ([]byte, error) {
 
 // image is a as a v1.Image for remote.Write: an OCI 1.1 manifest of
 // artifact type ArtifactType whose config is the Config.
-func (a *Artifact) image() (v1.Image, error) {
+func (a *Artifact) image() (v1.Image, error) { return a.imageWith(LayerMediaType) }
+
+// imageWith is image with layers of media type lt (tests write others).
+func (a *Artifact) imageWith(lt types.MediaType) (v1.Image, error) {
 	if len(a.Layers) != len(a.Config.Parts) || len(a.Layers) == 0 {
 		return nil, fmt.Errorf("artifact: %d layers for %d parts in its config (Build makes one of each per arch and GPU model)", len(a.Layers), len(a.Config.Parts))
 	}
@@ -247,13 +250,13 @@ func (a *Artifact) image() (v1.Image, error) {
 		Annotations:   a.annotations(),
 	}
 	for i, b := range a.Layers {
-		l := static.NewLayer(b, LayerMediaType)
+		l := static.NewLayer(b, lt)
 		d, err := l.Digest()
 		if err != nil {
 			return nil, err
 		}
 		ai.layers[d] = l
-		m.Layers = append(m.Layers, v1.Descriptor{MediaType: LayerMediaType, Size: int64(len(b)), Digest: d,
+		m.Layers = append(m.Layers, v1.Descriptor{MediaType: lt, Size: int64(len(b)), Digest: d,
 			Annotations: a.layerAnnotations(i)})
 	}
 	if ai.manifest, err = json.Marshal(m); err != nil {
