@@ -2,11 +2,11 @@ package tuner
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
@@ -286,8 +286,8 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		if err != nil {
 			return res, err
 		}
-		e := chainRelErr(ys[i], ref)
-		if !(e <= fam.ErrorBound(st.Params)) {
+		e, finite := relL2(ys[i], ref)
+		if !finite || !(e <= fam.ErrorBound(st.Params)) {
 			return res, fmt.Errorf("%s (%s %dx%d, %s): relative L2 error %.3g against the float64 reference, bound %.3g",
 				st.Name, st.Format, st.Rows, st.Cols, st.Params.ID(), e, fam.ErrorBound(st.Params))
 		}
@@ -383,22 +383,7 @@ func chainWeights(f variants.Format, rows, cols int) ([]byte, error) {
 func floatsOf(b []byte) []float32 {
 	out := make([]float32, len(b)/4)
 	for i := range out {
-		out[i] = math.Float32frombits(uint32(b[4*i]) | uint32(b[4*i+1])<<8 | uint32(b[4*i+2])<<16 | uint32(b[4*i+3])<<24)
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	return out
-}
-
-// chainRelErr is ||y - ref|| / ||ref||; NaN anywhere, or a zero reference,
-// gives NaN, which no bound accepts.
-func chainRelErr(y []float32, ref []float64) float64 {
-	var num, den float64
-	for i, v := range y {
-		d := float64(v) - ref[i]
-		num += d * d
-		den += ref[i] * ref[i]
-	}
-	if den == 0 || slices.ContainsFunc(y, func(v float32) bool { return math.IsInf(float64(v), 0) }) {
-		return math.NaN()
-	}
-	return math.Sqrt(num / den)
 }

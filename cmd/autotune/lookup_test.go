@@ -10,8 +10,7 @@ import (
 	"time"
 
 	"github.com/gemvtune/gemvtune/cache"
-	"github.com/gemvtune/gemvtune/space"
-	"github.com/gemvtune/gemvtune/variants"
+	"github.com/gemvtune/gemvtune/internal/cachetest"
 )
 
 // cacheWith writes records (winner id per key) into a new cache file.
@@ -33,18 +32,11 @@ func cacheWith(t *testing.T, recs ...cache.Record) string {
 
 func testRecord(t *testing.T, arch, format string, rows, cols int, id string) cache.Record {
 	t.Helper()
-	p, err := space.Parse(id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fam, err := variants.FamilyOf(format)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cache.Record{Key: cache.Key{Arch: arch, Format: format, Rows: rows, Cols: cols}, WinnerID: id, Params: p,
-		Class: "exact", Decision: id + ": +8.0 % over v1 (p=0.001)", MedianUS: 21.5, GBs: 3712, PctCeiling: 83.4,
-		Speedup: 1.08, P: 0.001, GPUName: "NVIDIA H200", SourceHash: fam.SourceHash(), ToolVersion: cache.ToolVersion,
-		Time: time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)}
+	r := cachetest.Record(t, arch, "NVIDIA H200", format, rows, cols, id)
+	r.Class, r.Decision = "exact", id+": +8.0 % over v1 (p=0.001)"
+	r.MedianUS, r.GBs, r.PctCeiling, r.Speedup, r.P = 21.5, 3712, 83.4, 1.08, 0.001
+	r.Time = time.Date(2026, 5, 1, 8, 0, 0, 0, time.UTC)
+	return r
 }
 
 func noEnv(string) (string, bool) { return "", false }
