@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
@@ -367,10 +368,33 @@ func CheckChain(stages []ChainStage) error {
 	return nil
 }
 
+// chainWeightCache keeps chainWeights' results for the process: every
+// mode of a format's chain (stock, tuned, with and without PDL) runs on
+// the same weights.
+var chainWeightCache sync.Map // chainWeightKey → []byte
+
+type chainWeightKey struct {
+	format     string
+	rows, cols int
+}
+
 // chainWeights are random weights quantized into format, scaled so that a
 // stage's output is about as large as its input (σ = 1/√cols), which keeps
-// a chain of a hundred GEMVs finite and away from zero.
+// a chain of a hundred GEMVs finite and away from zero. The same format and
+// shape give the same bytes.
 func chainWeights(f variants.Format, rows, cols int) ([]byte, error) {
+	k := chainWeightKey{f.Name(), rows, cols}
+	if b, ok := chainWeightCache.Load(k); ok {
+		return b.([]byte), nil
+	}
+	b, err := makeChainWeights(f, rows, cols)
+	if err == nil {
+		chainWeightCache.Store(k, b)
+	}
+	return b, err
+}
+
+func makeChainWeights(f variants.Format, rows, cols int) ([]byte, error) {
 	rng := rand.New(rand.NewPCG(uint64(rows), uint64(cols)))
 	w := make([]float32, rows*cols)
 	sigma := 1 / math.Sqrt(float64(cols))
