@@ -28,10 +28,10 @@ var hostPTX = map[string][2]string{
 // chunk expression over whole rows, lane by lane as a warp does, for every
 // layout and activation path: on fresh random weights of shapes with one
 // super-block, a K tail and interleaved tiles, y must be within the
-// family's error bound of the float64 reference (NaN-poisoned buffers
-// would show as NaN), and every layout of one activation path must give
-// the same bits (the byte maps of docs/formats.md match the kernel's
-// reads). The GPU test runs the real kernels, every staging and knob; this
+// family's error bound of the float64 reference, and every layout of one
+// activation path, and three rows per warp (37 rows: the last warp has dead
+// rows), must give the same bits as one row per warp on raw bytes (the
+// byte maps of docs/formats.md match the kernel's reads). The GPU test runs the real kernels, every staging and knob; this
 // one runs where CI runs, with s=0's loads, every family and activation path.
 func TestFamiliesOnHost(t *testing.T) {
 	cxx, err := exec.LookPath("g++")
@@ -47,9 +47,10 @@ func TestFamiliesOnHost(t *testing.T) {
 	for _, name := range FormatNames {
 		f := families[name].(*family)
 		for _, a := range f.acts {
-			bins := map[int]string{}
-			for _, l := range f.layouts {
-				p := space.Params{R: 1, U: 1, S: 1, W: 8, L: l, A: a}
+			bins := map[hostBuild]string{}
+			for _, b := range hostBuilds(f.layouts) {
+				l := b.l
+				p := space.Params{R: b.r, U: 1, S: 1, W: 8, L: l, A: a}
 				src, err := f.Source(p)
 				if err != nil {
 					t.Fatal(err)
@@ -58,9 +59,10 @@ func TestFamiliesOnHost(t *testing.T) {
 				if at < 0 {
 					t.Fatalf("%s: the prelude is not in the source", name)
 				}
-				defs := filepath.Join(dir, fmt.Sprintf("%s_l%d_a%d_defs.h", name, l, a))
-				body := filepath.Join(dir, fmt.Sprintf("%s_l%d_a%d.cu", name, l, a))
-				bin := filepath.Join(dir, fmt.Sprintf("%s_l%d_a%d", name, l, a))
+				tag := fmt.Sprintf("%s_r%d_l%d_a%d", name, b.r, l, a)
+				defs := filepath.Join(dir, tag+"_defs.h")
+				body := filepath.Join(dir, tag+".cu")
+				bin := filepath.Join(dir, tag)
 				if err := os.WriteFile(defs, []byte(src[:at]), 0o644); err != nil {
 					t.Fatal(err)
 				}
@@ -83,7 +85,7 @@ func TestFamiliesOnHost(t *testing.T) {
 				if out, err := cmd.CombinedOutput(); err != nil {
 					t.Fatalf("%s l=%d a=%d: host build: %v\n%s", name, l, a, err, out)
 				}
-				bins[l] = bin
+				bins[b] = bin
 			}
 			for _, sh := range [][2]int{{37, 256}, {67, 2048}, {5, 2304}, {130, 6144}} {
 				rows, cols := sh[0], sh[1]
@@ -98,29 +100,43 @@ func TestFamiliesOnHost(t *testing.T) {
 					t.Fatal(err)
 				}
 				var first []float32
-				for _, l := range f.layouts {
-					p := space.Params{R: 1, U: 1, S: 1, W: 8, L: l, A: a}
+				for _, b := range hostBuilds(f.layouts) {
+					p := space.Params{R: b.r, U: 1, S: 1, W: 8, L: b.l, A: a}
 					if f.Gate(p, rows, cols) != nil {
 						continue
 					}
-					w, err := f.Repack(raw, rows, cols, l)
+					w, err := f.Repack(raw, rows, cols, b.l)
 					if err != nil {
 						t.Fatal(err)
 					}
-					y := runHost(t, bins[l], rows, cols, w, x)
+					y := runHost(t, bins[b], rows, cols, w, x)
 					if e := hostRelL2(y, ref); !(e <= f.ErrorBound(p)) {
-						t.Errorf("%s %dx%d l=%d a=%d: relative L2 error %.3g > bound %.3g", name, rows, cols, l, a, e, f.ErrorBound(p))
+						t.Errorf("%s %dx%d %s: relative L2 error %.3g > bound %.3g", name, rows, cols, p.ID(), e, f.ErrorBound(p))
 					}
 					if first == nil {
 						first = y
 					} else if !bytes.Equal(floatBytes(first), floatBytes(y)) {
-						t.Errorf("%s %dx%d a=%d: layout l=%d differs from l=0 in its bits", name, rows, cols, a, l)
+						t.Errorf("%s %dx%d: %s differs from r=1 l=0 in its bits", name, rows, cols, p.ID())
 					}
 				}
 			}
 		}
 	}
 }
+
+// hostBuilds are the (layout, rows per warp) pairs the host emulation
+// builds: every layout with one row per warp, and the raw one with three
+// (rows past the end are zero chunks).
+func hostBuilds(layouts []int) []hostBuild {
+	var out []hostBuild
+	for _, l := range layouts {
+		out = append(out, hostBuild{l, 1})
+	}
+	return append(out, hostBuild{0, 3})
+}
+
+// hostBuild is one host binary: a layout and the rows per warp.
+type hostBuild struct{ l, r int }
 
 func hostQuantized(t *testing.T, f Format, rows, cols int, seed uint64) []byte {
 	t.Helper()

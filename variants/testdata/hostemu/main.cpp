@@ -1,6 +1,7 @@
 // Runs a family's chunks over every row of W as the kernel's warp does
-// (lane l takes chunks l, l+32, ...; one f32 accumulator per lane; the
-// xor butterfly 16, 8, 4, 2, 1) and writes y. Input on stdin: int32 rows,
+// (GEMV_R rows per warp, the dead ones past the end zero chunks; lane l
+// takes chunks l, l+32, ...; one f32 accumulator per lane and row; the xor
+// butterfly 16, 8, 4, 2, 1) and writes y. Input on stdin: int32 rows,
 // cols, then the weight bytes (in the layout GEMV_L names), then cols
 // float32 x; output on stdout: rows float32 y.
 #include <stdio.h>
@@ -27,25 +28,37 @@ int main() {
     const Geo g = gemv_geo(rows, cols);
     const int nch = cols / GEMV_CHUNK;
     std::vector<float> y(rows);
-    for (int r = 0; r < rows; r++) {
-        float lanes[32];
-        const RowPtr rp = row_ptr(W.data(), g, (size_t)r);
+    for (int r0 = 0; r0 < rows; r0 += GEMV_R) { // one warp's rows: r0 .. r0+R-1, the dead ones zero
+        bool live[GEMV_R];
+        RowPtr rp[GEMV_R];
+        for (int i = 0; i < GEMV_R; i++) {
+            live[i] = r0 + i < rows;
+            rp[i] = row_ptr(W.data(), g, (size_t)(live[i] ? r0 + i : 0));
+        }
+        float lanes[GEMV_R][32];
         for (int lane = 0; lane < 32; lane++) {
             threadIdx.x = (unsigned)lane;
-            float acc[GEMV_R] = {0};
+            float acc[GEMV_R];
+            for (int i = 0; i < GEMV_R; i++) acc[i] = 0;
             for (int c = lane; c < nch; c += 32) {
                 Chunk ch[GEMV_R];
-                chunk_load(ch[0], rp, c);
+                for (int i = 0; i < GEMV_R; i++) {
+                    if (live[i]) chunk_load(ch[i], rp[i], c);
+                    else chunk_zero(ch[i]);
+                }
                 chunk_consume(acc, ch, x.data(), c);
             }
-            lanes[lane] = acc[0];
+            for (int i = 0; i < GEMV_R; i++) lanes[i][lane] = acc[i];
         }
-        for (int o = 16; o > 0; o >>= 1) {
-            float next[32];
-            for (int l = 0; l < 32; l++) next[l] = lanes[l] + lanes[l ^ o];
-            for (int l = 0; l < 32; l++) lanes[l] = next[l];
+        for (int i = 0; i < GEMV_R && r0 + i < rows; i++) {
+            float* v = lanes[i];
+            for (int o = 16; o > 0; o >>= 1) {
+                float next[32];
+                for (int l = 0; l < 32; l++) next[l] = v[l] + v[l ^ o];
+                for (int l = 0; l < 32; l++) v[l] = next[l];
+            }
+            y[r0 + i] = v[0];
         }
-        y[r] = lanes[0];
     }
     fwrite(y.data(), 4, rows, stdout);
     return 0;
