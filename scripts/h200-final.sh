@@ -31,7 +31,7 @@
 #   chain   `autotune bench --chain` of llama-3-8b for every format from the
 #           cache of `tune` (or .gpubin/tune.db): $OUT/chain.txt
 #   ggml    builds ggml's test-backend-ops with CUDA (sm_90 only, no flash
-#           attention, no NCCL) from .peer/ggml.tar.gz, with the MUL_MAT
+#           attention, no NCCL) from .peer/ggml.tar.gz (scripts/ggml-extract.sh), with the MUL_MAT
 #           perf cases at those four shapes, and runs them for n=1:
 #           $OUT/ggml.txt
 # `tune` also leaves its cache in $OUT/tune.db.
