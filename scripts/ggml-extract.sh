@@ -9,9 +9,10 @@ set -euo pipefail
 git_dir=${1:?usage: scripts/ggml-extract.sh GGML_GIT_DIR [REV]}
 rev=${2:-HEAD}
 mkdir -p .peer
+# The top level of src/ (its files, not the other backends' folders), the
+# CPU and CUDA backends, the build files, the headers and the tests.
+top=$(git --git-dir="$git_dir" ls-tree "$rev" src/ | awk '$2 == "blob" {print $4}')
+# shellcheck disable=SC2086
 git --git-dir="$git_dir" archive --format=tar "$rev" CMakeLists.txt cmake include ggml.pc.in tests \
-	src/CMakeLists.txt src/ggml.c src/ggml.cpp src/ggml-alloc.c src/ggml-backend.cpp src/ggml-backend-reg.cpp \
-	src/ggml-backend-dl.cpp src/ggml-backend-meta.cpp src/ggml-opt.cpp src/ggml-quants.c src/ggml-threading.cpp \
-	src/ggml-cpu src/ggml-cuda $(git --git-dir="$git_dir" ls-tree --name-only "$rev" src/ | grep '\.h$') |
-	gzip -9 > .peer/ggml.tar.gz
+	$top src/ggml-cpu src/ggml-cuda | gzip -9 > .peer/ggml.tar.gz
 echo "wrote .peer/ggml.tar.gz ($(git --git-dir="$git_dir" rev-parse --short "$rev"), $(stat -c %s .peer/ggml.tar.gz) bytes)"
