@@ -110,7 +110,7 @@ func (c *client) fail(what string, err error) error {
 func Push(ctx context.Context, ref string, a *Artifact, o Options) (string, error) {
 	c, err := newClient(ctx, ref, o)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("push: %w", err)
 	}
 	img, err := a.image()
 	if err != nil {
@@ -141,7 +141,7 @@ type Pulled struct {
 func Pull(ctx context.Context, ref string, o Options, keep func(Part) bool) (*Pulled, error) {
 	c, err := newClient(ctx, ref, o)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("pull: %w", err)
 	}
 	desc, err := remote.Get(c.ref, c.opts...)
 	if err != nil {
