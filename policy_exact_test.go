@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/cachetest"
 	"github.com/gemvtune/gemvtune/space"
 )
 
@@ -27,9 +28,7 @@ func withExact(t testing.TB, r cache.Record, id string) cache.Record {
 }
 
 // exactCubinFor is the fake cubin stored with an exact alternative.
-func exactCubinFor(r cache.Record) []byte {
-	return []byte("exact cubin of " + r.Exact.WinnerID + " for " + r.Arch)
-}
+func exactCubinFor(r cache.Record) []byte { return cachetest.ExactCubin(r) }
 
 // TestRequireExactAlternative: with GEMV_REQUIRE_EXACT=1 a tolerance-class
 // winner gives way to its record's exact alternative (tuned and nearest),

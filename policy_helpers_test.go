@@ -1,7 +1,6 @@
 package gemvtune_test
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/gemvtune/gemvtune/cache"
@@ -20,27 +19,8 @@ func rec(t testing.TB, arch, format string, rows, cols int, id string, class str
 // cubinFor is the fake cubin stored with a record in these tests.
 func cubinFor(r cache.Record) []byte { return cachetest.Cubin(r) }
 
-// writeCache stores recs in a new cache file, each with cubinFor and, when
-// it has an exact alternative that did not keep stock, exactCubinFor.
-func writeCache(t testing.TB, recs ...cache.Record) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "tune.db")
-	db, err := cache.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, r := range recs {
-		var xc []byte
-		if r.Exact != nil && !r.Exact.Kept {
-			xc = exactCubinFor(r)
-		}
-		if err := db.Put(r, cubinFor(r), xc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path
-}
+// writeCache stores recs in a new cache file (cachetest.Write).
+func writeCache(t testing.TB, recs ...cache.Record) string { return cachetest.Write(t, recs...) }
 
 // env returns a LookupEnv over m.
 func env(m map[string]string) func(string) (string, bool) {

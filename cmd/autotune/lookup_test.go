@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,22 +12,8 @@ import (
 	"github.com/gemvtune/gemvtune/internal/cachetest"
 )
 
-// cacheWith writes records (winner id per key) into a new cache file.
-func cacheWith(t *testing.T, recs ...cache.Record) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "tune.db")
-	db, err := cache.Open(path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, r := range recs {
-		if err := db.Put(r, []byte("cubin "+r.WinnerID)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path
-}
+// cacheWith writes records into a new cache file (cachetest.Write).
+func cacheWith(t *testing.T, recs ...cache.Record) string { return cachetest.Write(t, recs...) }
 
 func testRecord(t *testing.T, arch, format string, rows, cols int, id string) cache.Record {
 	t.Helper()

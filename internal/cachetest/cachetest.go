@@ -39,8 +39,14 @@ func Record(t testing.TB, arch, gpu, format string, rows, cols int, id string) c
 // Cubin is the fake cubin Write stores with r.
 func Cubin(r cache.Record) []byte { return []byte("cubin of " + r.WinnerID + " for " + r.Arch) }
 
-// Write stores recs, each with Cubin, in a new cache file in a test
-// folder and returns its path.
+// ExactCubin is the fake cubin Write stores with r's exact alternative.
+func ExactCubin(r cache.Record) []byte {
+	return []byte("exact cubin of " + r.Exact.WinnerID + " for " + r.Arch)
+}
+
+// Write stores recs in a new cache file in a test folder and returns its
+// path: each with Cubin and, when it has an exact alternative that did not
+// keep stock, ExactCubin.
 func Write(t testing.TB, recs ...cache.Record) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tune.db")
@@ -50,7 +56,11 @@ func Write(t testing.TB, recs ...cache.Record) string {
 	}
 	defer db.Close()
 	for _, r := range recs {
-		if err := db.Put(r, Cubin(r), nil); err != nil {
+		var xc []byte
+		if r.Exact != nil && !r.Exact.Kept {
+			xc = ExactCubin(r)
+		}
+		if err := db.Put(r, Cubin(r), xc); err != nil {
 			t.Fatal(err)
 		}
 	}
