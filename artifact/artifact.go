@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/termtext"
 	"github.com/gemvtune/gemvtune/variants"
 )
 
@@ -58,6 +59,8 @@ const (
 	maxLayerBytes  = 256 << 20 // gzipped, as stored
 	maxExportBytes = 1 << 30   // a layer's export, unzipped
 	maxLayers      = 4096
+	// maxQuoted bounds what of a registry's strings an error quotes.
+	maxQuoted = 200
 )
 
 // Config is the artifact's config blob: what the annotations say, in a
@@ -208,7 +211,7 @@ func readConfig(b []byte) (Config, error) {
 	switch {
 	case c.Schema > Schema:
 		return c, fmt.Errorf("it was published by a newer gemvtune (artifact schema %d, tool %s); this autotune (%s) reads schema %d: upgrade autotune to pull it",
-			c.Schema, printable(c.ToolVersion), cache.ToolVersion, Schema)
+			c.Schema, termtext.Field(c.ToolVersion, maxQuoted), cache.ToolVersion, Schema)
 	case c.Schema < 1:
 		return c, fmt.Errorf("its config has schema %d; this autotune reads schema %d", c.Schema, Schema)
 	}
@@ -246,17 +249,4 @@ func SourcesDiffer(c Config) []string {
 		}
 	}
 	return out
-}
-
-// printable keeps what a registry sent from garbling a terminal line.
-func printable(s string) string {
-	if len(s) > 200 {
-		s = s[:200] + "..."
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
 }

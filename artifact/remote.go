@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync/atomic"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -21,6 +20,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/termtext"
 )
 
 // Options are how Push and Pull reach a registry.
@@ -67,7 +67,8 @@ func newClient(ctx context.Context, ref string, o Options) (*client, error) {
 	}
 	r, err := name.ParseReference(ref, nopts...)
 	if err != nil {
-		return nil, fmt.Errorf("reference %q: %w (want REGISTRY/REPOSITORY[:TAG|@DIGEST], e.g. registry.example:5000/tunes:llama-3-8b-h200)", printable(ref), err)
+		return nil, fmt.Errorf("reference %q: %s (want REGISTRY/REPOSITORY[:TAG|@DIGEST], e.g. registry.example:5000/tunes:llama-3-8b-h200)",
+			termtext.Field(ref, maxQuoted), termtext.Field(err.Error(), maxQuoted))
 	}
 	kc := o.Keychain
 	if kc == nil {
@@ -103,7 +104,7 @@ func (c *client) fail(what string, err error) error {
 			return fmt.Errorf("%s %s: not found in the registry (HTTP 404)", what, c.ref)
 		}
 	}
-	return fmt.Errorf("%s %s: %s", what, c.ref, oneLine(err.Error()))
+	return fmt.Errorf("%s %s: %s", what, c.ref, termtext.Field(err.Error(), maxQuoted))
 }
 
 // Push writes a to ref and returns the manifest's digest.
@@ -148,7 +149,7 @@ func Pull(ctx context.Context, ref string, o Options, keep func(Part) bool) (*Pu
 		return nil, c.fail("pull", err)
 	}
 	if desc.MediaType != types.OCIManifestSchema1 {
-		return nil, fmt.Errorf("pull %s: it is a %s, not a gemvtune tune (an OCI manifest of artifact type %s)", c.ref, printable(string(desc.MediaType)), ArtifactType)
+		return nil, fmt.Errorf("pull %s: it is a %s, not a gemvtune tune (an OCI manifest of artifact type %s)", c.ref, termtext.Field(string(desc.MediaType), maxQuoted), ArtifactType)
 	}
 	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {
@@ -156,7 +157,7 @@ func Pull(ctx context.Context, ref string, o Options, keep func(Part) bool) (*Pu
 	}
 	if m.ArtifactType != ArtifactType || m.Config.MediaType != ConfigMediaType {
 		return nil, fmt.Errorf("pull %s: it is not a gemvtune tune: artifact type %q with config %q (want %s with %s)",
-			c.ref, printable(m.ArtifactType), printable(string(m.Config.MediaType)), ArtifactType, ConfigMediaType)
+			c.ref, termtext.Field(m.ArtifactType, maxQuoted), termtext.Field(string(m.Config.MediaType), maxQuoted), ArtifactType, ConfigMediaType)
 	}
 	if len(m.Layers) > maxLayers {
 		return nil, fmt.Errorf("pull %s: %d layers, more than %d", c.ref, len(m.Layers), maxLayers)
@@ -177,7 +178,7 @@ func Pull(ctx context.Context, ref string, o Options, keep func(Part) bool) (*Pu
 		part := cfg.Parts[i]
 		if l.MediaType != LayerMediaType {
 			return nil, fmt.Errorf("pull %s: layer %d (%s %s) has media type %q; this autotune reads %s",
-				c.ref, i, part.Arch, part.Model, printable(string(l.MediaType)), LayerMediaType)
+				c.ref, i, part.Arch, part.Model, termtext.Field(string(l.MediaType), maxQuoted), LayerMediaType)
 		}
 		if keep != nil && !keep(part) {
 			continue
@@ -284,9 +285,4 @@ func (a *artifactImage) LayerByDigest(h v1.Hash) (partial.CompressedLayer, error
 		return static.NewLayer(a.config, ConfigMediaType), nil
 	}
 	return nil, fmt.Errorf("no blob %s in this artifact", h)
-}
-
-// oneLine joins a multi-line error.
-func oneLine(s string) string {
-	return printable(strings.Join(strings.Fields(s), " "))
 }

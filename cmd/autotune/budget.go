@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/termtext"
 	"github.com/gemvtune/gemvtune/tuner"
 )
 
@@ -34,7 +35,7 @@ func (b budgetSpec) String() string {
 // parseBudget reads --budget.
 func parseBudget(s string) (budgetSpec, error) {
 	s = strings.TrimSpace(s)
-	bad := fmt.Errorf("--budget %q: want 0 (exhaustive), timed batches per job (400), a share of an exhaustive run (25%%) or a time for the whole run (60s, 2m)", printable(s))
+	bad := fmt.Errorf("--budget %q: want 0 (exhaustive), timed batches per job (400), a share of an exhaustive run (25%%) or a time for the whole run (60s, 2m)", termtext.Printable(s))
 	switch {
 	case s == "" || s == "0":
 		return budgetSpec{}, nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/termtext"
 	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/variants"
 )
@@ -95,7 +96,7 @@ func merge(db *cache.DB, e *cache.Export, cmd, what, theirs string, stdout io.Wr
 		fmt.Fprintf(stdout, "  conflict %s: cache has %s, %s has %s (kept the cache's)\n", c.Key, c.Ours, theirs, c.Theirs)
 	}
 	for _, sk := range append(skipped, s.Skipped...) {
-		fmt.Fprintf(stdout, "  skipped %s\n", printable(sk))
+		fmt.Fprintf(stdout, "  skipped %s\n", termtext.Printable(sk))
 	}
 	return nil
 }

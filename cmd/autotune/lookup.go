@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gemvtune/gemvtune"
+	"github.com/gemvtune/gemvtune/internal/termtext"
 	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/variants"
 )
@@ -147,6 +148,6 @@ func writeLookup(w io.Writer, o lookupJSON) error {
 	for _, warn := range o.Warnings {
 		fmt.Fprintf(&b, "  warning %s\n", warn)
 	}
-	_, err := io.WriteString(w, printable(b.String()))
+	_, err := io.WriteString(w, termtext.Printable(b.String()))
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/termtext"
 	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/variants"
 )
@@ -152,7 +153,7 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
 			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), usOrDash(r.PDLUS), r.Speedup, exactAlt(r),
-			printable(r.GPUName), printable(stale))
+			termtext.Printable(r.GPUName), termtext.Printable(stale))
 	}
 	return tw.Flush()
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gemvtune/gemvtune/cache"
 	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/internal/termtext"
 	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/tuner"
 	"github.com/gemvtune/gemvtune/variants"
@@ -154,7 +155,7 @@ func parseTuneFlags(args []string) (tuneFlags, error) {
 	}
 	f.budgetSpec = bs
 	if f.search != "" && !slices.Contains(tuner.SearchNames(), f.search) {
-		return f, usagef("--search %q: accepted %s", printable(f.search), strings.Join(tuner.SearchNames(), ", "))
+		return f, usagef("--search %q: accepted %s", termtext.Printable(f.search), strings.Join(tuner.SearchNames(), ", "))
 	}
 	if f.shard != "" {
 		if _, err := tuner.ParseShard(f.shard); err != nil {
