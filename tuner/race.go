@@ -57,12 +57,6 @@ func race(m measurer, in searchInput) (stageResult, error) {
 	if groupOf == nil {
 		groupOf = func(string) int { return 0 }
 	}
-	cost := exhaustiveCost(len(in.ids), len(distinctGroups(in.ids, groupOf)))
-	budget := in.budget
-	if budget <= 0 {
-		budget = cost.exhaustive // no budget: what exhaustive would spend
-	}
-	search := budget - cost.finals
 	order := raceOrder(in.ids, in.prior)
 	byGroup := map[int][]string{}
 	var groups []int
@@ -73,6 +67,12 @@ func race(m measurer, in searchInput) (stageResult, error) {
 		}
 		byGroup[g] = append(byGroup[g], id)
 	}
+	cost := exhaustiveCost(len(in.ids), len(groups))
+	budget := in.budget
+	if budget <= 0 {
+		budget = cost.exhaustive // no budget: what exhaustive would spend
+	}
+	search := budget - cost.finals
 	// The first screen: each group's most promising, in proportion to its
 	// size (at least nFinalists+1 each where it has them), a raceExplore
 	// share of it from the candidates the prior knows nothing of, so what
@@ -97,8 +97,7 @@ func race(m measurer, in searchInput) (stageResult, error) {
 		alive = append(alive, known[:n-explore]...)
 		alive = append(alive, unknown[:explore]...)
 	}
-	measured := map[string]bool{}
-	samples := res.screen
+	samples := res.screen // a candidate is measured when it has samples
 	measure := func(ids []string, rounds int) error {
 		s, err := m.measure(ids, rounds)
 		if err != nil {
@@ -107,7 +106,6 @@ func race(m measurer, in searchInput) (stageResult, error) {
 		res.batches += len(ids) * rounds
 		for _, id := range ids {
 			samples[id] = append(samples[id], s[id]...)
-			measured[id] = true
 		}
 		return nil
 	}
@@ -118,56 +116,47 @@ func race(m measurer, in searchInput) (stageResult, error) {
 	}
 	neighbours := newNeighbourIndex(in.ids)
 	for step := 1; step <= raceMaxSteps; step++ {
-		// Drop what is clearly behind the nFinalists-th best of its group.
-		var keep []string
-		for _, g := range groups {
-			members := filterGroup(alive, groupOf, g)
-			ranked := rankByMedian(members, samples)
-			if len(ranked) <= nFinalists {
-				keep = append(keep, ranked...)
-				continue
-			}
-			ref := samples[ranked[nFinalists-1]]
-			refHi := slices.Max(ref)
-			for _, id := range ranked {
-				if len(samples[id]) >= raceRounds && slices.Min(samples[id]) > refHi {
-					res.droppedAt[id] = step
-					continue
-				}
-				keep = append(keep, id)
-			}
-		}
-		alive = keep
-		// Newcomers: the unmeasured neighbours of each group's best.
-		var fresh []string
+		// Drop what is clearly behind the nFinalists-th best of its group;
+		// the rest, fastest first, pick the newcomers: the unmeasured
+		// neighbours of each group's best.
+		var keep, fresh []string
+		contenders := 0
 		for _, g := range groups {
 			ranked := rankByMedian(filterGroup(alive, groupOf, g), samples)
+			if len(ranked) > nFinalists {
+				refHi := slices.Max(samples[ranked[nFinalists-1]])
+				kept := ranked[:0:0]
+				for _, id := range ranked {
+					if len(samples[id]) >= raceRounds && slices.Min(samples[id]) > refHi {
+						res.droppedAt[id] = step
+						continue
+					}
+					kept = append(kept, id)
+				}
+				ranked = kept
+			}
+			keep = append(keep, ranked...)
+			contenders += max(0, len(ranked)-nFinalists)
 			for _, id := range ranked[:min(raceNeighbours, len(ranked))] {
 				for _, nb := range neighbours.of(id) {
-					if !measured[nb] && !slices.Contains(fresh, nb) {
+					if _, measured := samples[nb]; !measured && !slices.Contains(fresh, nb) {
 						fresh = append(fresh, nb)
 					}
 				}
 			}
 		}
-		contenders := 0
-		for _, g := range groups {
-			contenders += max(0, len(filterGroup(alive, groupOf, g))-nFinalists)
-		}
+		alive = keep
 		// A step with newcomers gives everyone raceRounds more samples,
 		// interleaved; without, one more round decides among the rest.
-		rounds := raceRounds
-		if len(fresh) == 0 {
-			rounds = 1
-		}
 		left := search - res.batches
-		if room := left/rounds - len(alive); room < len(fresh) {
+		if room := left/raceRounds - len(alive); room < len(fresh) {
 			fresh = fresh[:max(0, room)]
 		}
-		if len(fresh) == 0 && (contenders == 0 || len(alive) > left) {
-			break
-		}
+		rounds := raceRounds
 		if len(fresh) == 0 {
+			if contenders == 0 || len(alive) > left {
+				break
+			}
 			rounds = 1
 		}
 		next := append(slices.Clone(alive), fresh...)
@@ -308,14 +297,6 @@ func shareBudgets(costs []jobCost, share float64) []int {
 		if pool > 0 && weight > 0 {
 			out[i] += int(pool * float64(c.exhaustive-c.finals) / weight)
 		}
-	}
-	return out
-}
-
-func distinctGroups(ids []string, groupOf func(string) int) map[int]bool {
-	out := map[int]bool{}
-	for _, id := range ids {
-		out[groupOf(id)] = true
 	}
 	return out
 }
