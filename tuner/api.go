@@ -60,6 +60,7 @@ type PlanEntry struct {
 	Job
 	Candidates int            `json:"candidates"`  // variants left after gates and static constraints
 	Excluded   int            `json:"excluded"`    // variants excluded
+	Budget     int            `json:"budget"`      // timed batches the job may spend; 0: exhaustive
 	Reasons    map[string]int `json:"reasons"`     // exclusion reason (generalised) → count
 	Expected   time.Duration  `json:"expected_ns"` // expected tuning time on one GPU
 }

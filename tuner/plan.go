@@ -12,31 +12,31 @@ import (
 
 // Plan is the static plan of a run on arch (from the limits table; no GPU
 // needed): per job, the candidates left after gates and constraints, the
-// exclusion reasons, and the expected tuning time. budget is as in
-// Options.Budget.
+// exclusion reasons, the budget and the expected tuning time. budget is as
+// in Options.Budget.
 func Plan(arch string, jobs []Job, budget int) ([]PlanEntry, error) {
-	return plan(arch, jobs, func(int) int { return budget })
+	return plan(arch, jobs, func(costs []jobCost) []int {
+		out := make([]int, len(costs))
+		for i := range out {
+			out[i] = budget
+		}
+		return out
+	})
 }
 
 // PlanShare is Plan under Options.BudgetShare: each job's budget is its
-// part of share of the exhaustive run's timed batches.
+// part of share of the exhaustive run's timed batches (shareBudgets over
+// the plan's candidates); a share outside (0, 1) is exhaustive.
 func PlanShare(arch string, jobs []Job, share float64) ([]PlanEntry, error) {
 	if share <= 0 || share >= 1 {
 		return Plan(arch, jobs, 0)
 	}
-	lim, err := space.LimitsFor(arch)
-	if err != nil {
-		return Plan(arch, jobs, 0) // the error, as Plan words it
-	}
-	var costs []jobCost
-	for _, j := range jobs {
-		costs = append(costs, staticCost(lim, j))
-	}
-	budgets := shareBudgets(costs, share)
-	return plan(arch, jobs, func(i int) int { return budgets[i] })
+	return plan(arch, jobs, func(costs []jobCost) []int { return shareBudgets(costs, share) })
 }
 
-func plan(arch string, jobs []Job, budgetOf func(i int) int) ([]PlanEntry, error) {
+// plan counts every job's candidates, then gives the jobs their budgets
+// from what exhaustive would cost them, then expects their times.
+func plan(arch string, jobs []Job, budgets func([]jobCost) []int) ([]PlanEntry, error) {
 	a, err := space.ParseArch(arch)
 	if err != nil {
 		return nil, err
@@ -48,8 +48,9 @@ func plan(arch string, jobs []Job, budgetOf func(i int) int) ([]PlanEntry, error
 	if err := validateJobs(jobs); err != nil {
 		return nil, err
 	}
-	var out []PlanEntry
-	compiledFormat := map[string]bool{}
+	out := make([]PlanEntry, len(jobs))
+	plain := make([]int, len(jobs)) // candidates without a floor
+	costs := make([]jobCost, len(jobs))
 	for i, j := range jobs {
 		fam, err := variants.FamilyOf(j.Format)
 		if err != nil {
@@ -62,7 +63,6 @@ func plan(arch string, jobs []Job, budgetOf func(i int) int) ([]PlanEntry, error
 		for _, x := range excl {
 			e.Reasons[generalise(x.Reason)]++
 		}
-		plain := 0 // candidates without a floor
 		for _, p := range ok {
 			if err := fam.Gate(p, j.Rows, j.Cols); err != nil {
 				e.Reasons[generalise(err.Error())]++
@@ -70,22 +70,28 @@ func plan(arch string, jobs []Job, budgetOf func(i int) int) ([]PlanEntry, error
 			}
 			e.Candidates++
 			if p.F == 0 {
-				plain++
+				plain[i]++
 			}
 		}
 		e.Excluded = len(ok) + len(excl) - e.Candidates
+		out[i], costs[i] = e, exhaustiveCost(e.Candidates, len(fam.Activations()))
+	}
+	compiledFormat := map[string]bool{}
+	for i, b := range budgets(costs) {
+		e, j := &out[i], jobs[i]
+		fam, _ := variants.FamilyOf(j.Format)
+		e.Budget = b
 		// Most floors do not bind or spill and are never measured, while
 		// staged variants add one-wave twins: on the H200 (run6, llama-3-8b)
 		// 1.24 measured candidates per floor-free one.
-		e.Expected = expectedTime(fam, j, plain*5/4, budgetOf(i))
+		e.Expected = expectedTime(fam, j, plain[i]*5/4, b)
 		if !compiledFormat[j.Format] {
 			// The first job of a format pays for compiling it (two phases:
 			// f=0, then the binding floors in rounds: 0.82 per f=0 variant
 			// on the H200).
 			compiledFormat[j.Format] = true
-			e.Expected += time.Duration(float64(plain) * 1.8 * compileSeconds / float64(runtime.NumCPU()) * float64(time.Second))
+			e.Expected += time.Duration(float64(plain[i]) * 1.8 * compileSeconds / float64(runtime.NumCPU()) * float64(time.Second))
 		}
-		out = append(out, e)
 	}
 	return out, nil
 }

@@ -200,13 +200,21 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		}
 	}
 
-	// A first ETA from the static model, until measured jobs refine it.
+	// Each job's budget from the static plan, which also gives a first
+	// ETA until measured jobs refine it. Without a plan (an arch the limits
+	// table lacks) every job gets Options.Budget.
+	budgets := map[Job]int{}
 	if plan, err := planFor(arch.String(), jobs, opts); err == nil {
 		var eta time.Duration
 		for _, e := range plan {
 			eta += e.Expected
+			budgets[e.Job] = e.Budget
 		}
 		report(opts, Progress{Total: len(jobs), Stage: "tuning", ETA: eta / time.Duration(len(sessions))})
+	} else {
+		for _, j := range jobs {
+			budgets[j] = opts.Budget
+		}
 	}
 
 	var workers []gpuWorker
@@ -225,7 +233,7 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 				return tuneJob(ctx, s, j, pb.b, nv, opts, jp)
 			}})
 	}
-	return dispatch(ctx, jobs, workers, opts, jobBudgets(lim, jobs, opts), start)
+	return dispatch(ctx, jobs, workers, opts, budgets, start)
 }
 
 // gpuWorker is one GPU's part of a run: its ordinal and name, for progress
@@ -321,44 +329,6 @@ func planJob(opts Options, budget int, prior map[string]float64) jobPlan {
 		}
 	}
 	return jobPlan{name: name, search: strategies[name], budget: budget, prior: prior}
-}
-
-// jobBudgets is each job's budget of timed batches: Options.Budget, or the
-// job's part of Options.BudgetShare (shareBudgets over the static plan's
-// candidate counts); 0 for exhaustive.
-func jobBudgets(lim space.Limits, jobs []Job, opts Options) map[Job]int {
-	out := map[Job]int{}
-	if opts.BudgetShare <= 0 || opts.BudgetShare >= 1 {
-		for _, j := range jobs {
-			out[j] = opts.Budget
-		}
-		return out
-	}
-	var costs []jobCost
-	for _, j := range jobs {
-		costs = append(costs, staticCost(lim, j))
-	}
-	for i, b := range shareBudgets(costs, opts.BudgetShare) {
-		out[jobs[i]] = b
-	}
-	return out
-}
-
-// staticCost is exhaustiveCost for the candidates the search space holds
-// for j before compiling (what --dry-run counts).
-func staticCost(lim space.Limits, j Job) jobCost {
-	fam, err := variants.FamilyOf(j.Format)
-	if err != nil {
-		return jobCost{}
-	}
-	ok, _ := searchSpace(fam, lim, func(p space.Params) int { return int(fam.Launch(p, j.Rows, j.Cols).SharedBytes) }, true)
-	n := 0
-	for _, p := range ok {
-		if fam.Gate(p, j.Rows, j.Cols) == nil {
-			n++
-		}
-	}
-	return exhaustiveCost(n, len(fam.Activations()))
 }
 
 func report(opts Options, p Progress) {
