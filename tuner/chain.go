@@ -130,15 +130,22 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		x0[i] = float32(rng.Float64()*2 - 1)
 	}
 
-	// Device data and modules, then the graph.
+	// Device data and modules (one per variant, however many stages run
+	// it), then the graph.
 	type stageDev struct {
 		w, y   gpu.DevPtr
-		mod    gpu.Module
 		fn     gpu.Function
 		launch variants.Launch
 		args   *gpu.Args
 	}
+	type variantKey struct {
+		format string
+		params space.Params
+	}
 	devs := make([]stageDev, len(stages))
+	mods := map[variantKey]gpu.Module{}
+	fns := map[variantKey]gpu.Function{}
+	shared := map[variantKey]int{} // the dynamic shared memory limit set per function
 	var x gpu.DevPtr
 	var graph gpu.GraphExec
 	defer dev.Do(func(c *gpu.Ctx) error {
@@ -152,51 +159,54 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			if d.y != 0 {
 				c.Free(d.y)
 			}
-			if d.mod != 0 {
-				c.UnloadModule(d.mod)
-			}
+		}
+		for _, m := range mods {
+			c.UnloadModule(m)
 		}
 		if x != 0 {
 			c.Free(x)
 		}
 		return nil
 	})
-	cubins := map[space.Params]map[string][]byte{} // compiled here, by format
 	for i, st := range stages {
 		fam, _ := variants.FamilyOf(st.Format)
-		cubin := st.Cubin
-		if cubin == nil {
-			if cubins[st.Params] == nil {
-				cubins[st.Params] = map[string][]byte{}
-			}
-			if cubin = cubins[st.Params][st.Format]; cubin == nil {
-				src, err := fam.Source(st.Params)
-				if err != nil {
-					return res, fmt.Errorf("%s: %w", st.Name, err)
-				}
-				if cubin, _, err = nv.Compile(src, st.Format+".cu", info.Arch); err != nil {
-					return res, fmt.Errorf("%s: compiling %s: %w", st.Name, st.Params.ID(), err)
-				}
-				cubins[st.Params][st.Format] = cubin
-			}
-		}
+		vk := variantKey{st.Format, st.Params}
 		d := &devs[i]
 		d.launch = fam.Launch(st.Params, st.Rows, st.Cols)
 		b := packed[weightKey{st.Format, st.Rows, st.Cols, st.Params.L}]
 		res.Bytes += int64(len(b))
+		cubin := st.Cubin
+		if _, loaded := fns[vk]; !loaded && cubin == nil {
+			src, err := fam.Source(st.Params)
+			if err != nil {
+				return res, fmt.Errorf("%s: %w", st.Name, err)
+			}
+			if cubin, _, err = nv.Compile(src, st.Format+".cu", info.Arch); err != nil {
+				return res, fmt.Errorf("%s: compiling %s: %w", st.Name, st.Params.ID(), err)
+			}
+		}
 		err := dev.Do(func(c *gpu.Ctx) error {
-			var err error
-			if d.mod, err = c.LoadModule(cubin); err != nil {
-				return err
-			}
-			if d.fn, err = c.Function(d.mod, variants.KernelName); err != nil {
-				return err
-			}
-			if d.launch.SharedBytes > 48*1024 {
-				if err := c.SetMaxDynamicShared(d.fn, int(d.launch.SharedBytes)); err != nil {
+			fn, loaded := fns[vk]
+			if !loaded {
+				m, err := c.LoadModule(cubin)
+				if err != nil {
 					return err
 				}
+				mods[vk] = m
+				if fn, err = c.Function(m, variants.KernelName); err != nil {
+					return err
+				}
+				fns[vk] = fn
 			}
+			d.fn = fn
+			// The function's limit is the largest any of its stages needs.
+			if need := int(d.launch.SharedBytes); need > 48*1024 && need > shared[vk] {
+				if err := c.SetMaxDynamicShared(fn, need); err != nil {
+					return err
+				}
+				shared[vk] = need
+			}
+			var err error
 			if d.w, err = c.Alloc(len(b)); err != nil {
 				return err
 			}
