@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,40 +101,31 @@ func (b budgetSpec) options(arch string, jobs []tuner.Job) (batches int, share f
 }
 
 // budgetArch is the arch a time budget is planned for: the one asked for,
-// else the first local GPU's ("sm_90" when none is visible: the tuner
-// then says why it cannot run).
-func budgetArch(arch string) string {
+// else that of the run's first GPU ("sm_90" when none is visible: the
+// tuner then says why it cannot run).
+func budgetArch(arch string, gpus []localGPU) string {
 	if arch != "auto" {
 		return arch
 	}
-	if gpus, err := localGPUsFn(); err == nil && len(gpus) > 0 {
+	if len(gpus) > 0 {
 		return gpus[0].arch
 	}
 	return "sm_90"
 }
 
 // cachePriors are the budgeted search's priors from the cache: the
-// candidates' medians of every current record of the local GPUs' one
-// (arch, model), per format. nil when the GPUs are of several models or
+// candidates' medians of every current record of the run's one (arch,
+// model), per format. nil when the run's GPUs are of several models or
 // none is visible: a prior from another GPU would mislead more than help.
-func cachePriors(db *cache.DB, arch string) map[string][]tuner.PriorShape {
-	gpus, err := localGPUsFn()
-	if err != nil {
+func cachePriors(db *cache.DB, gpus []localGPU) map[string][]tuner.PriorShape {
+	if len(gpus) != 1 {
 		return nil
 	}
-	var mine []localGPU
-	for _, g := range gpus {
-		if (arch == "auto" || g.arch == arch) && !slices.Contains(mine, g) {
-			mine = append(mine, g)
-		}
-	}
-	if len(mine) != 1 {
-		return nil
-	}
-	recs, _ := db.All(mine[0].arch)
+	g := gpus[0]
+	recs, _ := db.All(g.arch)
 	out := map[string][]tuner.PriorShape{}
 	for _, r := range recs {
-		if r.Model != mine[0].model || staleWhy(r) != "" {
+		if r.Model != g.model || staleWhy(r) != "" {
 			continue
 		}
 		med := map[string]float64{}

@@ -265,10 +265,11 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 		return err
 	}
 	defer store.Close()
+	gpus := runGPUs(f.arch)
 
 	if !f.force {
 		var skipped, refreshed int
-		jobs, skipped, refreshed, err = skipFresh(store, f.arch, jobs)
+		jobs, skipped, refreshed, err = skipFresh(store, gpus, jobs)
 		if err != nil {
 			return err
 		}
@@ -289,7 +290,7 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 		mu   sync.Mutex
 		done []tuner.Decision
 	)
-	batches, share, note, err := f.budgetSpec.options(budgetArch(f.arch), jobs)
+	batches, share, note, err := f.budgetSpec.options(budgetArch(f.arch, gpus), jobs)
 	if err != nil {
 		return err
 	}
@@ -301,7 +302,7 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 		Budget:      batches,
 		BudgetShare: share,
 		Search:      f.search,
-		Priors:      cachePriors(store, f.arch),
+		Priors:      cachePriors(store, gpus),
 		WaitForLock: f.wait,
 		Progress:    prog.update,
 		Record: func(d tuner.Decision) error {
@@ -524,14 +525,12 @@ func openStore(path string, wait bool) (*cache.DB, error) {
 	return db, nil
 }
 
-// skipFresh drops the jobs the cache holds a current record for, for
-// every local GPU model of the arch the run tunes (its own model's records:
-// another model's do not count). It returns the jobs left and how many
-// were dropped.
-func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) (left []tuner.Job, skipped, refreshed int, err error) {
+// runGPUs are the distinct (arch, model) of the local GPUs a run on arch
+// ("auto": all) tunes; none when the driver lists none.
+func runGPUs(arch string) []localGPU {
 	all, err := localGPUsFn()
 	if err != nil {
-		return jobs, 0, 0, nil // nothing to resume on; the tuner says why it cannot run
+		return nil
 	}
 	var gpus []localGPU
 	for _, g := range all {
@@ -539,8 +538,16 @@ func skipFresh(db *cache.DB, arch string, jobs []tuner.Job) (left []tuner.Job, s
 			gpus = append(gpus, g)
 		}
 	}
+	return gpus
+}
+
+// skipFresh drops the jobs the cache holds a current record for, for
+// every one of gpus, the run's GPU models (their own model's records:
+// another model's do not count). It returns the jobs left and how many
+// were dropped.
+func skipFresh(db *cache.DB, gpus []localGPU, jobs []tuner.Job) (left []tuner.Job, skipped, refreshed int, err error) {
 	if len(gpus) == 0 {
-		return jobs, 0, 0, nil
+		return jobs, 0, 0, nil // nothing to resume on; the tuner says why it cannot run
 	}
 	for _, j := range jobs {
 		fresh := true
