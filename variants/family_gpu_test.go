@@ -190,17 +190,6 @@ func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase) ([]float32, e
 	return y, nil
 }
 
-// relL2 is ||y - ref|| / ||ref||; NaN anywhere gives NaN.
-func relL2(y []float32, ref []float64) float64 {
-	var num, den float64
-	for i, v := range y {
-		d := float64(v) - ref[i]
-		num += d * d
-		den += ref[i] * ref[i]
-	}
-	return math.Sqrt(num / den)
-}
-
 // TestFamiliesOnGPU runs, for every family, every variant that passes its
 // gate (-short: a sample) on fresh random data with NaN-poisoned outputs and
 // checks it is within ErrorBound of the float64 reference and bit-identical
@@ -274,7 +263,7 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := relL2(want, c.ref)
+			e := variants.RelL2(want, c.ref)
 			if !(e <= f.ErrorBound(space.Stock)) {
 				t.Fatalf("v1: relative L2 error %.3g vs reference > bound %.3g", e, f.ErrorBound(space.Stock))
 			}
@@ -285,7 +274,7 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 				if want8, err = run(dev, f, b, c); err != nil {
 					t.Fatal(err)
 				}
-				e8 = relL2(want8, c.ref)
+				e8 = variants.RelL2(want8, c.ref)
 				if !(e8 <= f.ErrorBound(int8Base)) {
 					t.Fatalf("%s: relative L2 error %.3g vs reference > bound %.3g", int8Base.ID(), e8, f.ErrorBound(int8Base))
 				}
@@ -330,7 +319,7 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 					*nFailed++
 					continue
 				}
-				e := relL2(y, c.ref)
+				e := variants.RelL2(y, c.ref)
 				if !(e <= f.ErrorBound(v.p)) {
 					if *nFailed++; *nFailed <= 5 {
 						t.Errorf("%s: relative L2 error %.3g > bound %.3g", v.p.ID(), e, f.ErrorBound(v.p))

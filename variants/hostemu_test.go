@@ -110,7 +110,7 @@ func TestFamiliesOnHost(t *testing.T) {
 						t.Fatal(err)
 					}
 					y := runHost(t, bins[b], rows, cols, w, x)
-					if e := hostRelL2(y, ref); !(e <= f.ErrorBound(p)) {
+					if e := RelL2(y, ref); !(e <= f.ErrorBound(p)) {
 						t.Errorf("%s %dx%d %s: relative L2 error %.3g > bound %.3g", name, rows, cols, p.ID(), e, f.ErrorBound(p))
 					}
 					if first == nil {
@@ -175,7 +175,9 @@ func runHost(t *testing.T, bin string, rows, cols int, w []byte, x []float32) []
 	return y
 }
 
-func hostRelL2(y []float32, ref []float64) float64 {
+// RelL2 is ||y - ref|| / ||ref||; NaN anywhere gives NaN. (Exported for
+// the package's external tests, the GPU test among them.)
+func RelL2(y []float32, ref []float64) float64 {
 	var num, den float64
 	for i, v := range y {
 		d := float64(v) - ref[i]
