@@ -47,14 +47,15 @@ type Choice struct {
 	// share it: do not modify it.
 	Cubin []byte
 	// PDL is true when the kernel supports programmatic dependent launch
-	// (sm_90 and newer: it calls griddepcontrol.launch_dependents and
-	// griddepcontrol.wait first thing, before it reads x or writes y). An
-	// engine may then launch it with cuLaunchKernelEx and
+	// (sm_90 and newer: it calls griddepcontrol.wait before it reads x or
+	// writes y, and griddepcontrol.launch_dependents after its last rows).
+	// An engine may then launch it with cuLaunchKernelEx and
 	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, so its launch
-	// and start-up overlap the kernel before it; launched plainly it runs
-	// as any kernel. Whether that pays differs per variant and shape:
-	// `autotune bench` prints the time in a chain of PDL launches (PDL µs)
-	// and Evidence.PDLUS holds the winner's (the record's pdl_us).
+	// overlaps the end of the kernel before it; launched plainly it runs as
+	// any kernel. Whether that pays differs per variant, shape and chain:
+	// `autotune bench` prints the time in a chain of the winner's own PDL
+	// launches (PDL µs; Evidence.PDLUS, the record's pdl_us) and `autotune
+	// bench --chain` a model's whole token with and without PDL edges.
 	PDL bool
 	// Launch is the grid, block and dynamic shared memory to launch the
 	// kernel (KernelEntry) with for the looked-up shape; NeedsSharedOptIn

@@ -5,7 +5,8 @@
 # (carry .gpubin; $OUT is where files go back). Parts, run in the order
 # given (each device call must stay under 10 minutes):
 #   tests   the driver tests (the PDL chain among them), the kernel
-#           families on the GPU (sampled), the planted-variant tuner test
+#           families on the GPU (sampled) and after a late x (PDL), the
+#           planted-variant tuner test
 #   tune    a cold full tune of llama-3-8b, timed ($OUT/run.json.gz,
 #           show.txt)
 #   bench   tunes 28672x8192 (and 4096x14336 unless tune ran) for every
@@ -45,11 +46,12 @@ R=$(pwd)
 A=$R/.gpubin/autotune
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
 [ $# -gt 0 ] || { echo "usage: scripts/h200-final.sh tests|tune|bench|report|sass ..." >&2; exit 2; }
-for part in "$@"; do
+while [ $# -gt 0 ]; do
+part=$1; shift
 case "$part" in
 tests)
 	(cd internal/gpu && timeout 120 $R/.gpubin/internal_gpu.test -test.v > $OUT/gtest.log 2>&1; echo "internal_gpu.test exit $?"; grep -E "^(--- FAIL|ok|PASS|FAIL)|TestPDLChain" $OUT/gtest.log | head -5)
-	(cd variants && GEMV_TEST_SPACE=sample timeout 200 $R/.gpubin/variants.test -test.short -test.run 'TestFamiliesOnGPU' -test.v > $OUT/vtest.log 2>&1); rc=$?
+	(cd variants && GEMV_TEST_SPACE=sample timeout 200 $R/.gpubin/variants.test -test.short -test.run 'TestFamiliesOnGPU|TestLateXOnGPU' -test.v > $OUT/vtest.log 2>&1); rc=$?
 	echo "variants.test exit $rc"; grep -E "^(---|    ---|ok|PASS|FAIL)" $OUT/vtest.log | head -8
 	[ $rc -eq 0 ] || { grep -B3 -A3 "FAIL\|Error" $OUT/vtest.log | head -40; exit 1; }
 	(cd tuner && timeout 70 $R/.gpubin/tuner.test -test.run 'TestPlanted' -test.v > $OUT/ttest.log 2>&1; echo "tuner.test exit $?"; grep "^--- \|^PASS\|^FAIL\|same-bytes" $OUT/ttest.log | head -6)
@@ -74,10 +76,10 @@ budget)
 	tail -12 $OUT/compare_budget.txt
 	;;
 families)
-	fam=${2:?families needs a format regexp}; shift
-	(cd variants && GEMV_TEST_SPACE=sample timeout 400 $R/.gpubin/variants.test -test.run "TestFamiliesOnGPU/($fam)\$" -test.v > $OUT/ftest.log 2>&1); rc=$?
+	fam=${1:?families needs a format regexp}; shift
+	(cd variants && GEMV_TEST_SPACE=sample timeout 240 $R/.gpubin/variants.test -test.run "TestFamiliesOnGPU/($fam)\$" -test.v > $OUT/ftest.log 2>&1); rc=$?
 	echo "variants.test families $fam exit $rc"; grep -E "^(---|    ---|ok|PASS|FAIL)|variants built|use local memory|variants ok" $OUT/ftest.log | head -20
-	[ $rc -eq 0 ] || { grep -B3 -A3 "FAIL\|Error" $OUT/ftest.log | head -40; exit 1; }
+	[ $rc -eq 0 ] || grep -B3 -A3 "FAIL\|Error" $OUT/ftest.log | head -40
 	;;
 bench4)
 	db=/tmp/gemv-tune.db; [ -f .gpubin/tune.db ] && { cp .gpubin/tune.db /tmp/bench4.db; db=/tmp/bench4.db; }

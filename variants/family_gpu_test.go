@@ -155,6 +155,36 @@ type loaded struct {
 	inf gpu.FuncInfo
 }
 
+// loadVariant loads b's module and kernel (the caller unloads v.m).
+func loadVariant(t *testing.T, dev *gpu.Device, f variants.Family, b built) loaded {
+	t.Helper()
+	v := loaded{p: b.p}
+	err := dev.Do(func(ctx *gpu.Ctx) error {
+		var err error
+		if v.m, err = ctx.LoadModule(b.cubin); err != nil {
+			return err
+		}
+		if v.fn, err = ctx.Function(v.m, variants.KernelName); err != nil {
+			return err
+		}
+		v.inf, err = ctx.FuncInfo(v.fn)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("%s %s: loading: %v", f.Format().Name(), b.p.ID(), err)
+	}
+	return v
+}
+
+// floatsOf reads little-endian float32s.
+func floatsOf(b []byte) []float32 {
+	out := make([]float32, len(b)/4)
+	for i := range out {
+		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return out
+}
+
 // run launches v on c with y poisoned by NaN and returns y.
 func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase) ([]float32, error) {
 	l := f.Launch(v.p, c.rows, c.cols)
@@ -183,11 +213,7 @@ func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase) ([]float32, e
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", v.p.ID(), err)
 	}
-	y := make([]float32, c.rows)
-	for i := range y {
-		y[i] = math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
-	}
-	return y, nil
+	return floatsOf(out), nil
 }
 
 // TestFamiliesOnGPU runs, for every family, every variant that passes its
@@ -222,22 +248,7 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 	mods := make(map[space.Params]loaded, len(bs))
 	spills := 0
 	for _, b := range bs {
-		var v loaded
-		v.p = b.p
-		err := dev.Do(func(ctx *gpu.Ctx) error {
-			var err error
-			if v.m, err = ctx.LoadModule(b.cubin); err != nil {
-				return err
-			}
-			if v.fn, err = ctx.Function(v.m, variants.KernelName); err != nil {
-				return err
-			}
-			v.inf, err = ctx.FuncInfo(v.fn)
-			return err
-		})
-		if err != nil {
-			t.Fatalf("%s %s: loading: %v", name, b.p.ID(), err)
-		}
+		v := loadVariant(t, dev, f, b)
 		if v.inf.LocalBytes > 0 {
 			spills++
 		}

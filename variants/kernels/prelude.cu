@@ -116,13 +116,27 @@ struct GemvShared {
     static __device__ __forceinline__ u32 h16(const unsigned char* p) { return *(const u16*)p; }
 };
 
+// x loads. In a PDL chain x is the output of the kernel before, which
+// may still be writing it while this grid's blocks start (until
+// gemv_pdl_wait): x is not read-only for this kernel's lifetime, so it is
+// never read through the non-coherent path (__ldg, ld.global.nc), which
+// the compiler may schedule above the wait and which may serve lines
+// cached before the writes landed. A volatile asm stays after the wait
+// (itself a volatile asm), and a plain ld.global sees the writes the wait
+// made visible.
+__device__ __forceinline__ float4 gemv_ldx(const float4* p) {
+    float4 v;
+    asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+    return v;
+}
+
 #if GEMV_S
 extern __shared__ float4 gemv_xs[];
 #endif
 
 // x of chunk c, float4 number j (x[c*GEMV_CHUNK + 4j .. +3]): from shared
-// memory when staged, else from global memory through the read-only path.
-// Same values either way.
+// memory when staged, else from global memory (gemv_ldx). Same values
+// either way.
 //
 // Staged x carries one float4 of padding after every chunk of 32 or more
 // weights: lane l reads chunk l+32k, so without padding the 32 lanes of one
@@ -139,7 +153,7 @@ __device__ __forceinline__ float4 gemv_x4(const float* __restrict__ x, int c, in
 #if GEMV_S
     return gemv_xs[c * GEMV_XS_STRIDE + j];
 #else
-    return __ldg((const float4*)x + (c * GEMV_X4_PER_CHUNK + j));
+    return gemv_ldx((const float4*)x + (c * GEMV_X4_PER_CHUNK + j));
 #endif
 }
 
@@ -259,8 +273,8 @@ __device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int c
     }
     for (int base = first + 32 * GEMV_W * GEMV_XPRE; base < n4; base += 64 * GEMV_W) {
         const int i0 = base + lane, i1 = base + 32 * GEMV_W + lane;
-        const float4 v0 = i0 < n4 ? __ldg(x4 + i0) : zero;
-        const float4 v1 = i1 < n4 ? __ldg(x4 + i1) : zero;
+        const float4 v0 = i0 < n4 ? gemv_ldx(x4 + i0) : zero;
+        const float4 v1 = i1 < n4 ? gemv_ldx(x4 + i1) : zero;
         gemv_xq_put(v0, i0, i0 < n4);
         if (base + 32 * GEMV_W < n4) gemv_xq_put(v1, i1, i1 < n4);
     }
@@ -283,7 +297,7 @@ __device__ __forceinline__ void gemv_stage_begin(const float* __restrict__ x, in
 #pragma unroll
     for (int j = 0; j < GEMV_XPRE; j++) {
         const int i = (int)threadIdx.x + 32 * GEMV_W * j;
-        pre[j] = i < n4 ? __ldg(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        pre[j] = i < n4 ? gemv_ldx(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
 #endif
 }
@@ -301,7 +315,7 @@ __device__ __forceinline__ void gemv_stage_end(const float* __restrict__ x, int 
     }
 #pragma unroll 4
     for (int i = threadIdx.x + 32 * GEMV_W * GEMV_XPRE; i < n4; i += 32 * GEMV_W)
-        gemv_xs[(i / GEMV_X4_PER_CHUNK) * GEMV_XS_STRIDE + i % GEMV_X4_PER_CHUNK] = __ldg(x4 + i);
+        gemv_xs[(i / GEMV_X4_PER_CHUNK) * GEMV_XS_STRIDE + i % GEMV_X4_PER_CHUNK] = gemv_ldx(x4 + i);
     __syncthreads();
 #endif
 }
@@ -313,13 +327,13 @@ __device__ __forceinline__ void gemv_pf(const void* p) {
 
 // Programmatic dependent launch (sm_90+; no-ops when the kernel was not
 // launched with programmatic stream serialization, and compiled out below
-// sm_90). gemv_pdl_release lets the next kernel in the stream launch its
-// blocks while this one runs; gemv_pdl_wait waits until the previous
-// kernel has finished and its writes are visible. The kernel calls both
-// first thing, so in a PDL chain the launch and block start-up overlap the
-// previous kernel, and nothing else changes: issuing the first weight
-// loads before the wait (weights are nobody's output) cost registers and
-// a resident block for q4_0's best variant on the H200 (docs/results.md).
+// sm_90). gemv_pdl_wait waits until the previous kernel has finished and
+// its writes are visible: every form calls it first thing, before it
+// reads x or writes y. gemv_pdl_release lets the next kernel in the stream
+// launch its blocks: every form calls it after its last row group, so the
+// next kernel's blocks (which only wait) take no SM slots, registers or
+// shared memory from this one's while it still has rows to read; they
+// boot while this one's last blocks store and exit.
 __device__ __forceinline__ void gemv_pdl_release() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -563,7 +577,6 @@ GEMV_KERNEL_HEAD                                                                
     bool live[GEMV_R];                                                                  \
     RowPtr rp[GEMV_R];                                                                  \
     GEMV_ROWS_AT(row0)                                                                  \
-    gemv_pdl_release();                                                                 \
     gemv_pdl_wait();
 
 #if GEMV_S == 3
@@ -612,7 +625,6 @@ GEMV_KERNEL_HEAD                                                                
 GEMV_KERNEL_HEAD                                                                        \
     const int nt = cols / (32 * GEMV_CHUNK); /* tiles per row (the gate: whole) */     \
     const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
-    gemv_pdl_release();                                                                 \
     gemv_pdl_wait();                                                                    \
     const u32 stage = gemv_stage_bytes(cols);                                           \
     const unsigned char* ring = (const unsigned char*)gemv_xs + stage + warp * GEMV_BULK_WARP_BYTES; \
@@ -654,6 +666,7 @@ GEMV_KERNEL_HEAD                                                                
         grp += gridDim.x;                                                               \
         row0 = grp < ngroups ? (grp * GEMV_W + warp) * GEMV_R : rows;                   \
     }                                                                                   \
+    gemv_pdl_release();                                                                 \
 }
 #elif GEMV_S == 2
 // s=2: the same pipeline as the single-body form below, with the batch in
@@ -710,6 +723,7 @@ GEMV_PIPE_HEAD                                                                  
         row0 = next0;                                                                   \
     }                                                                                   \
     gemv_cp_wait<0>();                                                                  \
+    gemv_pdl_release();                                                                 \
 }
 #else
 #define GEMV_DEFINE_KERNEL                                                              \
@@ -783,5 +797,6 @@ GEMV_PIPE_HEAD                                                                  
         if (GEMV_PEEL || !batched) { GEMV_ROWS_AT(next0) }                              \
         row0 = next0;                                                                   \
     }                                                                                   \
+    gemv_pdl_release();                                                                 \
 }
 #endif
