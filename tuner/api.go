@@ -58,9 +58,18 @@ type Progress struct {
 // PlanEntry is the static plan of one job: what --dry-run prints.
 type PlanEntry struct {
 	Job
-	Candidates int            `json:"candidates"`  // variants left after gates and static constraints
-	Excluded   int            `json:"excluded"`    // variants excluded
-	Budget     int            `json:"budget"`      // timed batches the job may spend; 0: exhaustive
-	Reasons    map[string]int `json:"reasons"`     // exclusion reason (generalised) → count
-	Expected   time.Duration  `json:"expected_ns"` // expected tuning time on one GPU
+	Candidates int `json:"candidates"` // variants left after gates and static constraints
+	Excluded   int `json:"excluded"`   // variants excluded
+	Budget     int `json:"budget"`     // timed batches the job may spend; 0: exhaustive
+	// Measured is how many candidates the job is expected to time: the
+	// floor-free ones and a quarter more (staged variants' one-wave twins,
+	// the few floors that bind); compiling tells the real count.
+	Measured int `json:"measured"`
+	// SearchShare is, under Options.BudgetShare, the share of its search
+	// (what exhaustive would time before the finals) the job spends:
+	// the same for every job of a run. The job applies it to the
+	// candidates it really measures; Budget is that applied to Measured.
+	SearchShare float64        `json:"search_share,omitempty"`
+	Reasons     map[string]int `json:"reasons"`     // exclusion reason (generalised) → count
+	Expected    time.Duration  `json:"expected_ns"` // expected tuning time on one GPU
 }

@@ -136,13 +136,24 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 		}
 		return 1
 	}
+	groups := map[int]bool{}
+	for _, id := range ids {
+		groups[groupOf(id)] = true
+	}
+	cost := exhaustiveCost(len(ids), len(groups))
+	budget := jp.budget
+	if jp.searchShare > 0 {
+		budget = cost.budget(jp.searchShare)
+	}
+	d.ExhaustiveBatches = cost.exhaustive
 	progress(fmt.Sprintf("measure %d", len(ids)+1))
 	var res stageResult
 	for attempt := 0; ; attempt++ {
-		res, err = jp.search(s, searchInput{ids: ids, stock: stockID, budget: jp.budget, groupOf: groupOf, prior: jp.prior})
+		res, err = jp.search(s, searchInput{ids: ids, stock: stockID, budget: budget, groupOf: groupOf, prior: jp.prior})
 		if err != nil {
 			return d, err
 		}
+		d.Batches += res.batches
 		d.After = s.clocks()
 		if !(d.Before.Throttled || d.After.Throttled) || attempt == 1 {
 			d.Throttled = d.Before.Throttled || d.After.Throttled

@@ -15,12 +15,12 @@ import (
 // exclusion reasons, the budget and the expected tuning time. budget is as
 // in Options.Budget.
 func Plan(arch string, jobs []Job, budget int) ([]PlanEntry, error) {
-	return plan(arch, jobs, func(costs []jobCost) []int {
+	return plan(arch, jobs, func(costs []jobCost) ([]int, float64) {
 		out := make([]int, len(costs))
 		for i := range out {
 			out[i] = budget
 		}
-		return out
+		return out, 0
 	})
 }
 
@@ -31,12 +31,20 @@ func PlanShare(arch string, jobs []Job, share float64) ([]PlanEntry, error) {
 	if share <= 0 || share >= 1 {
 		return Plan(arch, jobs, 0)
 	}
-	return plan(arch, jobs, func(costs []jobCost) []int { return shareBudgets(costs, share) })
+	return plan(arch, jobs, func(costs []jobCost) ([]int, float64) {
+		s := searchShare(costs, share)
+		out := make([]int, len(costs))
+		for i, c := range costs {
+			out[i] = c.budget(s)
+		}
+		return out, s
+	})
 }
 
 // plan counts every job's candidates, then gives the jobs their budgets
-// from what exhaustive would cost them, then expects their times.
-func plan(arch string, jobs []Job, budgets func([]jobCost) []int) ([]PlanEntry, error) {
+// (and the run's search share, 0 without one) from what exhaustive would
+// cost them, then expects their times.
+func plan(arch string, jobs []Job, budgets func([]jobCost) ([]int, float64)) ([]PlanEntry, error) {
 	a, err := space.ParseArch(arch)
 	if err != nil {
 		return nil, err
@@ -74,17 +82,19 @@ func plan(arch string, jobs []Job, budgets func([]jobCost) []int) ([]PlanEntry, 
 			}
 		}
 		e.Excluded = len(ok) + len(excl) - e.Candidates
-		out[i], costs[i] = e, exhaustiveCost(e.Candidates, len(fam.Activations()))
-	}
-	compiledFormat := map[string]bool{}
-	for i, b := range budgets(costs) {
-		e, j := &out[i], jobs[i]
-		fam, _ := variants.FamilyOf(j.Format)
-		e.Budget = b
 		// Most floors do not bind or spill and are never measured, while
 		// staged variants add one-wave twins: on the H200 (run6, llama-3-8b)
 		// 1.24 measured candidates per floor-free one.
-		e.Expected = expectedTime(fam, j, plain[i]*5/4, b)
+		e.Measured = min(e.Candidates, plain[i]*5/4)
+		out[i], costs[i] = e, exhaustiveCost(e.Measured, len(fam.Activations()))
+	}
+	compiledFormat := map[string]bool{}
+	bs, share := budgets(costs)
+	for i, b := range bs {
+		e, j := &out[i], jobs[i]
+		fam, _ := variants.FamilyOf(j.Format)
+		e.Budget, e.SearchShare = b, share
+		e.Expected = expectedTime(fam, j, e.Measured, b)
 		if !compiledFormat[j.Format] {
 			// The first job of a format pays for compiling it (two phases:
 			// f=0, then the binding floors in rounds: 0.82 per f=0 variant

@@ -113,3 +113,34 @@ func TestGeneraliseKeepsNames(t *testing.T) {
 		}
 	}
 }
+
+// Under a share, the plan gives every job one search share, and each
+// job's budget is its finals plus that share of the search of the
+// candidates it is expected to time (fewer than its candidates: most
+// floors are never timed), so the run spends the share.
+func TestPlanShare(t *testing.T) {
+	jobs := []Job{{"q4_0", 4096, 14336}, {"q4_0", 1024, 4096}, {"q8_0", 28672, 4096}, {"f16", 4096, 4096}}
+	plan, err := PlanShare("sm_90", jobs, 0.25)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spent, exhaustive := 0, 0
+	for _, e := range plan {
+		fam, _ := variants.FamilyOf(e.Format)
+		c := exhaustiveCost(e.Measured, len(fam.Activations()))
+		if e.Measured <= 0 || e.Measured >= e.Candidates {
+			t.Errorf("%s %s: %d expected measured of %d candidates", e.Format, e.Shape(), e.Measured, e.Candidates)
+		}
+		if e.SearchShare <= 0 || e.SearchShare != plan[0].SearchShare || e.Budget != c.budget(e.SearchShare) {
+			t.Errorf("%s %s: budget %d, search share %v; want %d at the run's one share %v", e.Format, e.Shape(), e.Budget, e.SearchShare, c.budget(plan[0].SearchShare), plan[0].SearchShare)
+		}
+		spent += e.Budget
+		exhaustive += c.exhaustive
+	}
+	if share := float64(spent) / float64(exhaustive); share < 0.24 || share > 0.25 {
+		t.Errorf("the budgets add up to %.3f of the exhaustive batches, want 0.25", share)
+	}
+	if plan, _ := PlanShare("sm_90", jobs, 1); plan[0].Budget != 0 || plan[0].SearchShare != 0 {
+		t.Errorf("share 1 is exhaustive: %+v", plan[0])
+	}
+}

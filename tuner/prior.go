@@ -1,7 +1,9 @@
 package tuner
 
 import (
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/gemvtune/gemvtune/space"
 )
@@ -55,6 +57,27 @@ func priorKey(id string) string {
 	}
 	p.G = 0
 	return p.ID() + "g"
+}
+
+// formatPrior is the prior of a format's rows×cols job from the shapes
+// measured so far (by format): the format's own, or, before its first
+// job, every other format's. Families share their knobs' meaning, so the
+// other formats' best (the staging, the warps, one wave of row groups)
+// orders the first screen better than a spread over the space: q6_K's
+// first job, screened in hash order, missed the r1f0u1s3w16 corner that
+// q4_K and q5_K had just found (+3.2 % in the replay of run24). The
+// race's exploration share still measures what the prior ranks low.
+func formatPrior(priors map[string][]PriorShape, format string, rows, cols int) map[string]float64 {
+	if own := priors[format]; len(own) > 0 {
+		return priorFor(rows, cols, own)
+	}
+	var others []PriorShape
+	for _, f := range slices.Sorted(maps.Keys(priors)) { // map order must not matter
+		if f != format {
+			others = append(others, priors[f]...)
+		}
+	}
+	return priorFor(rows, cols, others)
 }
 
 // priorFor is the prior of a rows×cols job from earlier jobs of its format:

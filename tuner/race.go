@@ -281,22 +281,25 @@ func exhaustiveCost(n, groups int) jobCost {
 	return jobCost{exhaustive: n*screenRounds + f, finals: f}
 }
 
-// shareBudgets turns a share of the exhaustive run's timed batches into a
-// budget per job, so that the run as a whole spends that share: each job's
-// finals first, then what is left of the total split over the jobs in
-// proportion to their exhaustive search.
-func shareBudgets(costs []jobCost, share float64) []int {
-	pool, weight := 0.0, 0.0
+// searchShare is the share of every job's search (its exhaustive cost
+// less its finals) that a run spending share of the exhaustive run's timed
+// batches can give each job once every job's finals are paid: the same
+// for all, so big jobs get most of the batches, as in exhaustive. 0 when
+// the finals alone take share or more.
+func searchShare(costs []jobCost, share float64) float64 {
+	pool, search := 0.0, 0.0
 	for _, c := range costs {
 		pool += share*float64(c.exhaustive) - float64(c.finals)
-		weight += float64(c.exhaustive - c.finals)
+		search += float64(c.exhaustive - c.finals)
 	}
-	out := make([]int, len(costs))
-	for i, c := range costs {
-		out[i] = c.finals
-		if pool > 0 && weight > 0 {
-			out[i] += int(pool * float64(c.exhaustive-c.finals) / weight)
-		}
+	if pool <= 0 || search <= 0 {
+		return 0
 	}
-	return out
+	return min(1, pool/search)
+}
+
+// budget is the job's timed batches under a search share: its finals and
+// that share of its search.
+func (c jobCost) budget(searchShare float64) int {
+	return c.finals + int(searchShare*float64(c.exhaustive-c.finals))
 }

@@ -87,7 +87,7 @@ func replayRun(jobs []replayJob, s replayStrategy, seed uint64, drift float64) r
 		}
 		costs = append(costs, exhaustiveCost(len(j.Cands)-1, len(groups)))
 	}
-	budgets := shareBudgets(costs, s.share)
+	share := searchShare(costs, s.share)
 	for ji, j := range jobs {
 		pool, median, group := map[string][]float64{}, map[string]float64{}, map[string]int{}
 		var ids []string
@@ -108,9 +108,9 @@ func replayRun(jobs []replayJob, s replayStrategy, seed uint64, drift float64) r
 		exBatches := costs[ji].exhaustive
 		rng := rand.New(rand.NewPCG(seed, uint64(ji)))
 		r := &sampleReplay{pool: pool, rng: rng, drift: drift, phase: 2 * math.Pi * rng.Float64()}
-		in := searchInput{ids: ids, stock: j.Stock, groupOf: groupOf, prior: priorFor(j.Rows, j.Cols, priors[j.Format])}
+		in := searchInput{ids: ids, stock: j.Stock, groupOf: groupOf, prior: formatPrior(priors, j.Format, j.Rows, j.Cols)}
 		if s.share > 0 {
-			in.budget = budgets[ji]
+			in.budget = costs[ji].budget(share)
 		}
 		res, err := s.run(r, in)
 		if err != nil {

@@ -203,17 +203,17 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 	// Each job's budget from the static plan, which also gives a first
 	// ETA until measured jobs refine it. Without a plan (an arch the limits
 	// table lacks) every job gets Options.Budget.
-	budgets := map[Job]int{}
+	budgets := map[Job]jobBudget{}
 	if plan, err := planFor(arch.String(), jobs, opts); err == nil {
 		var eta time.Duration
 		for _, e := range plan {
 			eta += e.Expected
-			budgets[e.Job] = e.Budget
+			budgets[e.Job] = jobBudget{batches: e.Budget, searchShare: e.SearchShare}
 		}
 		report(opts, Progress{Total: len(jobs), Stage: "tuning", ETA: eta / time.Duration(len(sessions))})
 	} else {
 		for _, j := range jobs {
-			budgets[j] = opts.Budget
+			budgets[j] = jobBudget{batches: opts.Budget}
 		}
 	}
 
@@ -251,7 +251,7 @@ type gpuWorker struct {
 // Finished decisions go to Options.Record as they finish, so an interrupted
 // run keeps them; the error names each job that failed and, after a
 // cancel, how many were done.
-func dispatch(ctx context.Context, jobs []Job, workers []gpuWorker, opts Options, budgets map[Job]int, start time.Time) ([]Decision, error) {
+func dispatch(ctx context.Context, jobs []Job, workers []gpuWorker, opts Options, budgets map[Job]jobBudget, start time.Time) ([]Decision, error) {
 	queue := make(chan Job, len(jobs))
 	for _, j := range jobs {
 		queue <- j
@@ -277,7 +277,7 @@ func dispatch(ctx context.Context, jobs []Job, workers []gpuWorker, opts Options
 					return
 				}
 				mu.Lock()
-				jp := planJob(opts, budgets[j], priorFor(j.Rows, j.Cols, priors[j.Format]))
+				jp := planJob(opts, budgets[j], formatPrior(priors, j.Format, j.Rows, j.Cols))
 				mu.Unlock()
 				d, err := w.tune(ctx, j, jp)
 				if err != nil && ctx.Err() != nil {
@@ -318,17 +318,25 @@ func planFor(arch string, jobs []Job, opts Options) ([]PlanEntry, error) {
 	return Plan(arch, jobs, opts.Budget)
 }
 
+// jobBudget is a job's budget from the plan: timed batches, or under
+// Options.BudgetShare the run's search share, which the job applies to the
+// candidates it measures (batches is then the plan's estimate of that).
+type jobBudget struct {
+	batches     int
+	searchShare float64
+}
+
 // planJob picks a job's strategy: Options.Search, else race under a
 // budget and exhaustive without one.
-func planJob(opts Options, budget int, prior map[string]float64) jobPlan {
+func planJob(opts Options, b jobBudget, prior map[string]float64) jobPlan {
 	name := opts.Search
 	if name == "" {
 		name = "exhaustive"
-		if budget > 0 {
+		if b.batches > 0 || b.searchShare > 0 {
 			name = "race"
 		}
 	}
-	return jobPlan{name: name, search: strategies[name], budget: budget, prior: prior}
+	return jobPlan{name: name, search: strategies[name], budget: b.batches, searchShare: b.searchShare, prior: prior}
 }
 
 func report(opts Options, p Progress) {

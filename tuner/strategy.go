@@ -50,8 +50,11 @@ func SearchNames() []string { return []string{"exhaustive", "halving", "race"} }
 type jobPlan struct {
 	name   string
 	search strategy
-	budget int
-	prior  map[string]float64
+	budget int // timed batches; 0: exhaustive
+	// searchShare, when positive, replaces budget once the job knows its
+	// measured candidates: their finals and this share of their search.
+	searchShare float64
+	prior       map[string]float64
 }
 
 // Strategies take the candidate IDs without stock; stock is measured with

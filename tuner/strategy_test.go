@@ -160,10 +160,12 @@ func TestRace(t *testing.T) {
 	}
 }
 
-func TestShareBudgets(t *testing.T) {
+func TestSearchShare(t *testing.T) {
 	costs := []jobCost{exhaustiveCost(400, 2), exhaustiveCost(400, 1), exhaustiveCost(30, 1), exhaustiveCost(2000, 2)}
 	total, exhaustive := 0, 0
-	for i, b := range shareBudgets(costs, 0.25) {
+	s := searchShare(costs, 0.25)
+	for i, c := range costs {
+		b := c.budget(s)
 		if b < costs[i].finals || b > costs[i].exhaustive {
 			t.Errorf("job %d: budget %d outside its finals %d and exhaustive %d", i, b, costs[i].finals, costs[i].exhaustive)
 		}
@@ -175,6 +177,14 @@ func TestShareBudgets(t *testing.T) {
 	}
 	if c := exhaustiveCost(2, 2); c.finals != 3*finalRounds {
 		t.Errorf("two candidates: finals %d, want %d", c.finals, 3*finalRounds)
+	}
+	// Finals that take the whole share leave no search; a share that
+	// exhaustive's search cannot use is capped at all of it.
+	if s := searchShare([]jobCost{exhaustiveCost(2, 2)}, 0.25); s != 0 {
+		t.Errorf("finals above the share: search share %v, want 0", s)
+	}
+	if s := searchShare(costs, 0.999); s > 1 {
+		t.Errorf("search share %v above 1", s)
 	}
 }
 

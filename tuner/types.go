@@ -98,7 +98,12 @@ type Decision struct {
 	After      Clocks      `json:"clocks_after"`
 	Throttled  bool        `json:"throttled"`
 	Candidates []Candidate `json:"candidates"`
-	Cubin      []byte      `json:"-"`
+	// Batches is the timed batches the job spent (every attempt);
+	// ExhaustiveBatches what exhaustive search would spend on the same
+	// measured candidates: their ratio is what a budget saved.
+	Batches           int    `json:"batches,omitempty"`
+	ExhaustiveBatches int    `json:"exhaustive_batches,omitempty"`
+	Cubin             []byte `json:"-"`
 	// Exact is the best exact-class choice when Winner is of class
 	// tolerance (int8 activations): what an engine that sets
 	// GEMV_REQUIRE_EXACT=1 gets. Nil when Winner is exact.

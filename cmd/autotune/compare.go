@@ -26,7 +26,8 @@ intervals, and how B's winner measured inside run A, where every candidate
 was timed: "same" (one winner), "equivalent" (the medians differ by less
 than the runs' spread), or the gap in %. Use it to check that two runs
 agree, or how far a budgeted run (--budget, B) lands from an exhaustive one
-(A).
+(A). Closing lines count the verdicts and, for runs that record them, the
+timed batches against what exhaustive search would have timed.
 
 Runs on two machines differ by the machines too (on the H200 device the
 read ceiling of a run ranged over 6 %), so two more columns give B's
@@ -86,6 +87,7 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 	fmt.Fprintln(tw, "ARCH\tFORMAT\tSHAPE\tA WINNER\tA µs [95% CI]\tB WINNER\tB µs [95% CI]\tB's WINNER IN A\tVERDICT\tB vs A PER CEILING\tPER READ")
 	var worst float64
 	n := 0
+	var tally struct{ same, equivalent, faster, within2, behind int }
 	var changed []string // formats whose kernel sources differ
 	seen := map[string]bool{}
 	for _, da := range a {
@@ -96,6 +98,7 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 		n++
 		bInA, found := candidate(da, db.Winner.ID)
 		verdict := "same"
+		tally.same += b2i(da.Winner.ID == db.Winner.ID)
 		inA := "-"
 		if found {
 			inA = fmt.Sprintf("%.2f µs", bInA.MedianUS)
@@ -107,12 +110,20 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 				gap = bInA.MedianUS/da.Winner.MedianUS - 1
 			}
 			worst = max(worst, gap)
-			if abs(db.Winner.MedianUS-da.Winner.MedianUS) < max(da.Winner.HiUS-da.Winner.LoUS, db.Winner.HiUS-db.Winner.LoUS) {
+			switch {
+			case abs(db.Winner.MedianUS-da.Winner.MedianUS) < max(da.Winner.HiUS-da.Winner.LoUS, db.Winner.HiUS-db.Winner.LoUS):
 				verdict = fmt.Sprintf("equivalent: %+.1f %% (spread %.1f %%)", 100*gap, 100*spread)
-			} else if gap < 0 {
+				tally.equivalent++
+			case gap < 0:
 				verdict = fmt.Sprintf("%.1f %% faster", -100*gap)
-			} else {
+				tally.faster++
+			default:
 				verdict = fmt.Sprintf("%.1f %% slower", 100*gap)
+				if gap > 0.02 {
+					tally.behind++
+				} else {
+					tally.within2++
+				}
 			}
 		}
 		if da.SourceHash != db.SourceHash && !seen[da.Format] {
@@ -134,11 +145,51 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 	if _, err := fmt.Fprintf(w, "%d jobs in both runs; B's winners are at most %.1f %% slower than A's (measured in A where A timed them)\n", n, 100*worst); err != nil {
 		return err
 	}
+	if _, err := fmt.Fprintf(w, "B's winners: %d the same, %d equivalent, %d faster, %d slower by 2 %% or less, %d slower by more than 2 %%\n",
+		tally.same, tally.equivalent, tally.faster, tally.within2, tally.behind); err != nil {
+		return err
+	}
+	for _, r := range []struct {
+		name string
+		ds   []tuner.Decision
+	}{{"A", a}, {"B", b}} {
+		if line := batchesLine(r.name, r.ds); line != "" {
+			if _, err := fmt.Fprintln(w, line); err != nil {
+				return err
+			}
+		}
+	}
 	if len(changed) > 0 {
 		_, err := fmt.Fprintf(w, "kernel sources differ between the runs for %s: \"B's winner in A\" is that ID with A's kernels; compare the PER CEILING and PER READ columns\n", strings.Join(changed, ", "))
 		return err
 	}
 	return nil
+}
+
+// batchesLine says how many timed batches a run spent against what
+// exhaustive search would have spent on the same candidates, from the
+// decisions that record both; "" when none does (runs before the fields).
+func batchesLine(name string, ds []tuner.Decision) string {
+	spent, exhaustive, jobs := 0, 0, 0
+	for _, d := range ds {
+		if d.ExhaustiveBatches > 0 {
+			spent += d.Batches
+			exhaustive += d.ExhaustiveBatches
+			jobs++
+		}
+	}
+	if jobs == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s timed %d batches in %d jobs: %.1f %% of the %d exhaustive search would have timed on its candidates",
+		name, spent, jobs, 100*float64(spent)/float64(exhaustive), exhaustive)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // scaledChange is b/a − 1 in percent ("+3.2 %"), or "-" when either is
