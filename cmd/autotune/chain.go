@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"text/tabwriter"
 
 	"github.com/gemvtune/gemvtune"
 	"github.com/gemvtune/gemvtune/internal/gpu"
@@ -49,9 +48,11 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 		fmt.Fprintf(stderr, "autotune: bench --chain: %v: the tuned rows run what lookups give without it (stock)\n", pol.CacheErr)
 	}
 	token := p.token()
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(stdout, "one token of %s (%d GEMVs) on GPU %d, %s\n", p.name, len(token), ordinal, g.Name)
-	fmt.Fprintln(tw, "format\tmode\tµs/token\t95% CI µs\tMB/token\tceiling GB/s\tbytes/ceiling µs\t% of ceiling\tGEMV tok/s\tmax rel err\t")
+	// Fixed widths, not a tabwriter: each row is printed as its mode
+	// finishes (a format's four modes take seconds each), and the rows
+	// must line up with the header all the same.
+	fmt.Fprintf(stdout, chainRow, "format", "mode", "µs/token", "95% CI µs", "MB/token", "ceiling GB/s", "bytes/ceiling µs", "% of ceiling", "GEMV tok/s", "max rel err")
 	for _, f := range formats {
 		for _, m := range chainModes {
 			stages, err := chainStages(pol, g.Arch.String(), f, token, m.tuned)
@@ -62,13 +63,20 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 			if err != nil {
 				return fmt.Errorf("bench --chain %s (%s): %w", f, m.name, err)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%.1f\t%.1f–%.1f\t%.1f\t%.0f\t%.1f\t%.1f\t%.0f\t%.2g\t\n", f, m.name, r.MedianUS, r.LoUS, r.HiUS,
-				float64(r.Bytes)/1e6, r.CeilingGBs, float64(r.Bytes)/(r.CeilingGBs*1e3), r.PctCeiling, r.TokPerS, r.MaxRelErr)
-			tw.Flush()
+			_, err = fmt.Fprintf(stdout, chainRow, f, m.name, fmt.Sprintf("%.1f", r.MedianUS), fmt.Sprintf("%.1f–%.1f", r.LoUS, r.HiUS),
+				fmt.Sprintf("%.1f", float64(r.Bytes)/1e6), fmt.Sprintf("%.0f", r.CeilingGBs), fmt.Sprintf("%.1f", float64(r.Bytes)/(r.CeilingGBs*1e3)),
+				fmt.Sprintf("%.1f", r.PctCeiling), fmt.Sprintf("%.0f", r.TokPerS), fmt.Sprintf("%.2g", r.MaxRelErr))
+			if err != nil {
+				return err
+			}
 		}
 	}
-	return tw.Flush()
+	return nil
 }
+
+// chainRow is one line of the chain table, right-aligned columns wide
+// enough for the header and for every value a token can take.
+const chainRow = "%8s  %11s  %9s  %17s  %9s  %12s  %16s  %12s  %10s  %11s\n"
 
 // chainStages is the token's GEMVs in format with stock (v1) everywhere,
 // or with what the policy chooses for this GPU (its cubin when stored).

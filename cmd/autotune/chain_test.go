@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
 	"github.com/gemvtune/gemvtune/space"
@@ -57,6 +58,13 @@ func TestBenchChain(t *testing.T) {
 	for _, want := range []string{"one token of llama-3-8b (129 GEMVs) on GPU 0, NVIDIA H200", "stock, PDL", "tuned, PDL", "1100.0", "86.8", "909"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	// The rows, printed as each mode finishes, line up with the header.
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")[1:]
+	for _, l := range lines[1:] {
+		if utf8.RuneCountInString(l) != utf8.RuneCountInString(lines[0]) {
+			t.Errorf("row %q is not as wide as the header %q", l, lines[0])
 		}
 	}
 	// Errors: a bad preset is a usage error, a failed chain names the mode.
