@@ -33,8 +33,9 @@ type replayCandidate struct {
 }
 
 // replayFixtures are the compacted exhaustive runs the replay evaluation
-// reads (tuner/testdata, docs/tuner.md): run5, run13 and run18 of
-// docs/data.md, llama-3-8b on the H200 in three spaces.
+// reads (tuner/testdata, docs/tuner.md): run5, run13, run18 and run24 of
+// docs/data.md, llama-3-8b on the H200 in four spaces (run24: eight
+// formats).
 var replayFixtures = []string{"run5", "run13", "run18", "run24"}
 
 func loadReplay(t testing.TB, name string) []replayJob {
