@@ -185,8 +185,9 @@ func floatsOf(b []byte) []float32 {
 	return out
 }
 
-// run launches v on c with y poisoned by NaN and returns y.
-func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase) ([]float32, error) {
+// run launches v on c with y poisoned by NaN and returns y; with lx, in
+// the late-x chain (lateX.chain), else plainly.
+func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase, lx *lateX) ([]float32, error) {
 	l := f.Launch(v.p, c.rows, c.cols)
 	out := make([]byte, c.rows*4)
 	err := dev.Do(func(ctx *gpu.Ctx) error {
@@ -202,18 +203,31 @@ func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase) ([]float32, e
 		if err != nil {
 			return err
 		}
-		if err := ctx.Launch(v.fn, gpu.LaunchConfig{Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes}, args); err != nil {
-			return err
+		if lx != nil {
+			err = lx.chain(ctx, c, v.fn, l, args)
+		} else if err = ctx.Launch(v.fn, gpu.LaunchConfig{Grid: l.Grid, Block: l.Block, SharedBytes: l.SharedBytes}, args); err == nil {
+			err = ctx.WaitStream(0, 10*time.Second)
 		}
-		if err := ctx.WaitStream(0, 10*time.Second); err != nil {
+		if err != nil {
 			return err
 		}
 		return ctx.CopyDtoH(out, c.y)
 	})
 	if err != nil {
+		if lx != nil {
+			return nil, fmt.Errorf("%s after a late x: %w", v.p.ID(), err)
+		}
 		return nil, fmt.Errorf("%s: %w", v.p.ID(), err)
 	}
 	return floatsOf(out), nil
+}
+
+// deviceLimits are the space's limits of the device the tests run on.
+func deviceLimits(info gpu.Info) space.Limits {
+	return space.Limits{Arch: info.Arch.String(), RegsPerSM: info.RegsPerSM, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: info.MaxThreadsPerSM, MaxThreadsPerBlock: info.MaxThreadsPerBlock,
+		MaxBlocksPerSM: info.MaxBlocksPerSM, SmemPerSM: info.SmemPerSM,
+		SmemPerBlockDefault: info.SmemPerBlock, SmemPerBlockOptin: info.SmemPerBlockOptin}
 }
 
 // TestFamiliesOnGPU runs, for every family, every variant that passes its
@@ -223,10 +237,7 @@ func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase) ([]float32, e
 func TestFamiliesOnGPU(t *testing.T) {
 	dev := openDevice(t)
 	info := dev.Info()
-	lim := space.Limits{Arch: info.Arch.String(), RegsPerSM: info.RegsPerSM, MaxRegsPerThread: 255,
-		MaxThreadsPerSM: info.MaxThreadsPerSM, MaxThreadsPerBlock: info.MaxThreadsPerBlock,
-		MaxBlocksPerSM: info.MaxBlocksPerSM, SmemPerSM: info.SmemPerSM,
-		SmemPerBlockDefault: info.SmemPerBlock, SmemPerBlockOptin: info.SmemPerBlockOptin}
+	lim := deviceLimits(info)
 	src := deviceCubins(t, info.Arch)
 	t.Logf("device %s", info)
 	for i, f := range variants.Families() {
@@ -270,7 +281,7 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 			c := newCase(t, dev, f, sh.rows, sh.cols, seed*100+uint64(si))
 			defer c.free(dev)
 			stock := mods[space.Stock]
-			want, err := run(dev, f, stock, c)
+			want, err := run(dev, f, stock, c, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -282,7 +293,7 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 			var want8 []float32
 			e8 := math.NaN()
 			if b, ok := mods[int8Base]; ok {
-				if want8, err = run(dev, f, b, c); err != nil {
+				if want8, err = run(dev, f, b, c, nil); err != nil {
 					t.Fatal(err)
 				}
 				e8 = variants.RelL2(want8, c.ref)
@@ -320,7 +331,7 @@ func testFamily(t *testing.T, dev *gpu.Device, src *cubinSource, lim space.Limit
 					base, ref, nRan, nFailed, mErr = int8Base.ID(), want8, &ran8, &failed8, &maxErr8
 				}
 				*nRan++
-				y, err := run(dev, f, v, c)
+				y, err := run(dev, f, v, c, nil)
 				if err != nil {
 					var ce *gpu.CUDAError
 					if errors.As(err, &ce) && gpu.IsSticky(err) {

@@ -192,8 +192,9 @@ func sampleFor(f variants.Family, lim space.Limits) []space.Params {
 // cornerIDs combine knobs the one-knob deviations do not.
 var cornerIDs = []string{"r8f0u4s1w16", "r3f2u8s0w2", "r6f0u2s1w4", "r4f4u4s0w8", "r2f3u8s1w2", "r8f1u2s0w4", "r4f0u8s1w16", "r2f2u2s1w8"}
 
-// bigSample is the handful of variants run on the largest shapes: for
-// a=1 only those with s=1, plus int8Base.
+// bigSample is the handful of variants run on the largest shapes, per
+// layout and activation path (a=1 only with staged x), and every ring
+// the layout has.
 func bigSample(f variants.Family) []space.Params {
 	ids := []string{"v1", "r2f0u4s0w8", "r4f0u2s1w4", "r1f0u8s0w16", "r8f0u4s1w16", "r2f0u2s1w16g4"}
 	ids8 := []string{"r1f0u1s1w8", "r4f0u2s1w4", "r8f0u4s1w16", "r4f0u4s1w8", "r2f0u4s1w8", "r1f0u4s1w16g8"}
@@ -205,8 +206,9 @@ func bigSample(f variants.Family) []space.Params {
 				p.L, p.A = l, a
 				out = append(out, p)
 			}
-			// The bulk-copy ring where the layout has it.
-			for _, id := range []string{"r1f0u2s3w16g7", "r2f0u2s3w8g4"} {
+			// The rings where the layout has them: cp.async (s=2) and
+			// bulk copies (s=3).
+			for _, id := range []string{"r2f0u2s2w8", "r1f0u4s2w16g4", "r1f0u2s3w16g7", "r2f0u2s3w8g4"} {
 				p, _ := space.Parse(id)
 				p.L, p.A = l, a
 				if f.Gate(p, 28672, 8192) == nil {

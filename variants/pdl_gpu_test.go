@@ -1,7 +1,6 @@
 package variants_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -168,56 +167,9 @@ func (lx *lateX) controlSeesDecoy(dev *gpu.Device, c *gpuCase) (bool, error) {
 	return decoy > 0, nil
 }
 
-// runLate is run with v in the late-x chain: y poisoned by NaN, x the
-// decoy until lateWrite writes it.
-func runLate(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase, lx *lateX) ([]float32, error) {
-	l := f.Launch(v.p, c.rows, c.cols)
-	out := make([]byte, c.rows*4)
-	err := dev.Do(func(ctx *gpu.Ctx) error {
-		if err := ctx.Memset(c.y, 0xFF, c.rows*4); err != nil {
-			return err
-		}
-		if l.SharedBytes > 48*1024 {
-			if err := ctx.SetMaxDynamicShared(v.fn, int(l.SharedBytes)); err != nil {
-				return err
-			}
-		}
-		args, err := gpu.NewArgs(c.w[v.p.L], c.x, c.y, int32(c.rows), int32(c.cols))
-		if err != nil {
-			return err
-		}
-		if err := lx.chain(ctx, c, v.fn, l, args); err != nil {
-			return err
-		}
-		return ctx.CopyDtoH(out, c.y)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s after a late x: %w", v.p.ID(), err)
-	}
-	return floatsOf(out), nil
-}
-
-// lateSample is the GPU test's big sample with the cp.async ring (s=2)
-// added: every staging form of every layout and activation path.
-func lateSample(f variants.Family) []space.Params {
-	out := bigSample(f)
-	for _, a := range f.Activations() {
-		for _, l := range f.Layouts() {
-			for _, id := range []string{"r2f0u2s2w8", "r1f0u4s2w16g4"} {
-				p, _ := space.Parse(id)
-				p.L, p.A = l, a
-				if f.Gate(p, 4096, 14336) == nil {
-					out = append(out, p)
-				}
-			}
-		}
-	}
-	return out
-}
-
 // TestLateXOnGPU checks that no variant reads x before griddepcontrol.wait:
-// every family's variants of the GPU test's sample (every staging, layout
-// and activation path) run in a PDL chain after a kernel that writes x
+// every family's variants of the GPU test's big sample (every staging,
+// layout and activation path) run in a PDL chain after a kernel that writes x
 // 200 µs after they launched, on a gate-walking shape and a model shape,
 // and must match the float64 reference of the real x. The control kernel
 // that does read x early must see the decoy, which proves the chain
@@ -225,10 +177,7 @@ func lateSample(f variants.Family) []space.Params {
 func TestLateXOnGPU(t *testing.T) {
 	dev := openDevice(t)
 	info := dev.Info()
-	lim := space.Limits{Arch: info.Arch.String(), RegsPerSM: info.RegsPerSM, MaxRegsPerThread: 255,
-		MaxThreadsPerSM: info.MaxThreadsPerSM, MaxThreadsPerBlock: info.MaxThreadsPerBlock,
-		MaxBlocksPerSM: info.MaxBlocksPerSM, SmemPerSM: info.SmemPerSM,
-		SmemPerBlockDefault: info.SmemPerBlock, SmemPerBlockOptin: info.SmemPerBlockOptin}
+	lim := deviceLimits(info)
 	if info.Arch.Major < 9 {
 		t.Skipf("skipping: PDL needs sm_90 or newer, device is %v", info.Arch)
 	}
@@ -238,7 +187,7 @@ func TestLateXOnGPU(t *testing.T) {
 	}
 	for fi, f := range variants.Families() {
 		t.Run(f.Format().Name(), func(t *testing.T) {
-			ps := lateSample(f)
+			ps := bigSample(f)
 			bs, err := src.build(f, ps)
 			if err != nil {
 				t.Fatal(err)
@@ -267,7 +216,7 @@ func TestLateXOnGPU(t *testing.T) {
 							continue
 						}
 						v := loadVariant(t, dev, f, b)
-						y, err := runLate(dev, f, v, c, lx)
+						y, err := run(dev, f, v, c, lx)
 						dev.Do(func(ctx *gpu.Ctx) error { return ctx.UnloadModule(v.m) })
 						if err != nil {
 							t.Fatal(err)
