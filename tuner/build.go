@@ -64,13 +64,14 @@ type build struct {
 	skipped  []Candidate
 }
 
-// buildFormat compiles a family's candidates in two phases. Phase one
+// buildFormat compiles a family's candidates in two phases, its programs
+// at compile priority prio (compileAll). Phase one
 // builds every variant without a launch-bounds floor (f=0); ptxas reports
 // its registers. A floor f only changes code by capping registers at
 // RegsPerSM/(f·threads), so phase two builds f>0 only where that cap is
 // below the f=0 count, once per distinct cap, and stops at the first floor
 // that spills. Every variant skipped is listed with the reason.
-func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim space.Limits, opts Options, extra []source, total int) (build, error) {
+func buildFormat(ctx context.Context, comp *compiler, prio int, fam variants.Family, lim space.Limits, opts Options, extra []source, total int) (build, error) {
 	srcs, err := sourcesFor(fam, lim, opts.Only, compilerLacks(comp, space.Params{S: 3}) == "")
 	if err != nil {
 		return build{}, err
@@ -89,7 +90,7 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 	}
 	phase1 = append(phase1, extra...)
 	report(opts, Progress{Total: total, Stage: fmt.Sprintf("compile %d %s variants", len(phase1), name)})
-	b := build{compiled: comp.compileAll(ctx, phase1, nil), skipped: skipped}
+	b := build{compiled: comp.compileAll(ctx, prio, phase1, nil), skipped: skipped}
 	if ctx.Err() != nil {
 		return b, ctx.Err()
 	}
@@ -156,7 +157,7 @@ func buildFormat(ctx context.Context, comp *compiler, fam variants.Family, lim s
 			batch[i] = ch.floor[0]
 		}
 		report(opts, Progress{Total: total, Stage: fmt.Sprintf("compile %d %s launch-bounds variants (round %d)", len(batch), name, round+1)})
-		got := comp.compileAll(ctx, batch, nil)
+		got := comp.compileAll(ctx, prio, batch, nil)
 		if ctx.Err() != nil {
 			return b, ctx.Err()
 		}

@@ -39,7 +39,7 @@ func TestBuildFloorsStopAtSpill(t *testing.T) {
 	defer func() { candidateFilter = nil }()
 	comp := newCompiler(nv, arch)
 	comp.dir = t.TempDir()
-	b, err := buildFormat(context.Background(), comp, fam, lim, Options{}, nil, 1)
+	b, err := buildFormat(context.Background(), comp, 0, fam, lim, Options{}, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestCubinCacheRecompilesLogless(t *testing.T) {
 	comp := newCompiler(nv, arch)
 	comp.dir = t.TempDir()
 	src := []source{{ID: space.Stock.ID(), Params: space.Stock, Code: code}}
-	first := comp.compileAll(context.Background(), src, nil)[0]
+	first := comp.compileAll(context.Background(), 0, src, nil)[0]
 	if first.Err != nil || first.Registers == 0 {
 		t.Fatalf("first compile: err %v, %d registers", first.Err, first.Registers)
 	}
@@ -159,7 +159,7 @@ func TestCubinCacheRecompilesLogless(t *testing.T) {
 	if err := os.WriteFile(logPath, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	again := comp.compileAll(context.Background(), src, nil)[0]
+	again := comp.compileAll(context.Background(), 0, src, nil)[0]
 	if again.Err != nil || again.Registers != first.Registers {
 		t.Fatalf("after emptying the cached log: err %v, %d registers, want %d", again.Err, again.Registers, first.Registers)
 	}

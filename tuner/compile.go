@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/gemvtune/gemvtune/internal/gpu"
 	"github.com/gemvtune/gemvtune/space"
 )
@@ -66,10 +64,11 @@ type compiler struct {
 	arch  gpu.Arch
 	dir   string // "" = no disk cache
 	opts  []string
+	slots *slots // GOMAXPROCS compiles at once, whoever asks
 }
 
 func newCompiler(nv *gpu.NVRTC, arch gpu.Arch) *compiler {
-	c := &compiler{nvrtc: nv, arch: arch, opts: []string{"--ptxas-options=-v"}}
+	c := &compiler{nvrtc: nv, arch: arch, opts: []string{"--ptxas-options=-v"}, slots: newSlots(runtime.GOMAXPROCS(0))}
 	if d, err := os.UserCacheDir(); err == nil {
 		c.dir = filepath.Join(d, "gemvtune", "cubins")
 	}
@@ -83,20 +82,27 @@ func (c *compiler) key(code string) string {
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// compileAll compiles every source with at most GOMAXPROCS programs at
-// once. A failing program does not stop the others: its error is in its
-// result.
-func (c *compiler) compileAll(ctx context.Context, srcs []source, done func()) []compiled {
+// compileAll compiles every source, each in one of the compiler's slots
+// (GOMAXPROCS shared by every caller) at priority prio: lower is served
+// first (buildFormat passes the format's place in the run). A failing
+// program does not stop the others: its error is in its result.
+func (c *compiler) compileAll(ctx context.Context, prio int, srcs []source, done func()) []compiled {
 	out := make([]compiled, len(srcs))
-	g, ctx := errgroup.WithContext(ctx)
-	g.SetLimit(runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
 	var mkdir sync.Once
 	for i, s := range srcs {
-		g.Go(func() error {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			out[i] = compiled{source: s}
-			if ctx.Err() != nil {
-				out[i].Err = ctx.Err()
-				return nil
+			if err := c.slots.acquire(ctx, prio); err != nil {
+				out[i].Err = err
+				return
+			}
+			defer c.slots.release()
+			if err := ctx.Err(); err != nil {
+				out[i].Err = err
+				return
 			}
 			var log string
 			out[i].Cubin, log, out[i].Err = c.compileOne(s, &mkdir)
@@ -104,10 +110,9 @@ func (c *compiler) compileAll(ctx context.Context, srcs []source, done func()) [
 			if done != nil {
 				done()
 			}
-			return nil
-		})
+		}()
 	}
-	_ = g.Wait()
+	wg.Wait()
 	return out
 }
 

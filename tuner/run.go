@@ -150,8 +150,10 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 	}
 
 	// Compile every format's candidates once (sources do not depend on the
-	// shape), format after format in the background: the GPUs start on the
-	// first format's jobs while the next formats compile.
+	// shape), every format at once in the background, an earlier format's
+	// programs first (compiler slots by priority): the GPUs start on the
+	// first format's jobs while the next formats compile, and the cores a
+	// build leaves idle at its phases' ends compile the next format.
 	builds := map[string]*pendingBuild{}
 	var formats []string
 	for _, j := range jobs {
@@ -161,19 +163,19 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		}
 	}
 	var compiling sync.WaitGroup
-	compiling.Add(1)
-	go func() {
-		defer compiling.Done()
-		for _, f := range formats {
+	for prio, f := range formats {
+		compiling.Add(1)
+		go func() {
+			defer compiling.Done()
 			pb := builds[f]
 			fam, err := variants.FamilyOf(f)
 			if err == nil {
-				pb.b, err = buildFormat(ctx, comp, fam, lim, opts, extra[f], len(jobs))
+				pb.b, err = buildFormat(ctx, comp, prio, fam, lim, opts, extra[f], len(jobs))
 			}
 			pb.err = err
 			close(pb.done)
-		}
-	}()
+		}()
+	}
 	defer compiling.Wait()
 
 	// One session per GPU.
