@@ -35,6 +35,11 @@
 #           attention, no NCCL) from .peer/ggml.tar.gz (scripts/ggml-extract.sh), with the MUL_MAT
 #           perf cases at those four shapes, and runs them for n=1:
 #           $OUT/ggml.txt
+#   gguf    `autotune --gguf` of the Q4_K_M and Q5_K_M test files that
+#           `mkdir -p .gpubin/gguf && GEMV_WRITE_GGUF=$PWD/.gpubin/gguf go
+#           test ./cmd/autotune -run TestGGUFFileTypes` wrote (every
+#           multiplied tensor must be tuned, token_embd only left):
+#           $OUT/gguf.txt
 # `tune` also leaves its cache in $OUT/tune.db.
 # The sixth session ran `tests`, then `sass` and `tune bench` (the wall
 # time of `tune` is also in $OUT/tune_wall.txt). The seventh ran `tests
@@ -102,6 +107,13 @@ ggml)
 	echo "ggml build exit $rc wall $(( $(date +%s) - t0 )) s"; [ $rc -eq 0 ] || { tail -20 $OUT/ggml_build.log; tail -5 $OUT/ggml_cmake.log; exit 1; }
 	(cd /tmp/ggml/build && timeout 200 ./bin/test-backend-ops perf -o MUL_MAT -b CUDA0 -p 'type_a=(q4_0|q8_0|q4_K|q5_K|q6_K|bf16|f16),type_b=f32,m=[0-9]+,n=1,' > $OUT/ggml.txt 2>&1); echo "ggml perf exit $?"
 	grep -E "MUL_MAT" $OUT/ggml.txt | head -40
+	;;
+gguf)
+	for ft in Q4_K_M Q5_K_M; do
+		timeout 200 $A --gguf .gpubin/gguf/$ft.gguf --arch sm_90 --cache /tmp/gguf-$ft.db > $OUT/gguf-$ft.txt 2>&1
+		echo "gguf $ft exit $?"; grep -iE "not tuned|tuned|record" $OUT/gguf-$ft.txt | tail -4
+		$A show --cache /tmp/gguf-$ft.db | tee -a $OUT/gguf.txt | tail -8
+	done
 	;;
 bench)
 	t0=$(date +%s)

@@ -217,8 +217,11 @@ func llamaLike(main, mix uint32) []testTensor {
 
 // TestGGUFFileTypes: --gguf tunes every multiplied tensor of the common
 // file types, all but token_embd (gathered, not multiplied), and says
-// nothing is left untuned.
+// nothing is left untuned. With $GEMV_WRITE_GGUF set to a folder it also
+// leaves the files there (NAME.gguf), for `scripts/h200-final.sh gguf`
+// to tune on a GPU machine.
 func TestGGUFFileTypes(t *testing.T) {
+	keep := os.Getenv("GEMV_WRITE_GGUF")
 	for _, ft := range []struct {
 		name      string
 		main, mix uint32
@@ -227,7 +230,11 @@ func TestGGUFFileTypes(t *testing.T) {
 		{"Q8_0", ggmlQ8_0, ggmlQ8_0}, {"Q4_0", ggmlQ4_0, ggmlQ6_K}, {"BF16", ggmlBF16, ggmlBF16}, {"F16", ggmlF16, ggmlF16},
 	} {
 		t.Run(ft.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), ft.name+".gguf")
+			dir := t.TempDir()
+			if keep != "" {
+				dir = keep
+			}
+			path := filepath.Join(dir, ft.name+".gguf")
 			tensors := llamaLike(ft.main, ft.mix)
 			writeGGUF(t, path, tensors)
 			m, err := readGGUF(path)
