@@ -53,8 +53,17 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 	// finishes (a format's four modes take seconds each), and the rows
 	// must line up with the header all the same.
 	fmt.Fprintf(stdout, chainRow, "format", "mode", "µs/token", "95% CI µs", "MB/token", "ceiling GB/s", "bytes/ceiling µs", "% of ceiling", "GEMV tok/s", "max rel err")
+	pdl := g.Arch.Major >= 9
+	if !pdl {
+		fmt.Fprintf(stderr, "autotune: bench --chain: %s is %s: no PDL modes (programmatic dependent launch needs sm_90 or newer)\n", g.Name, g.Arch)
+	}
+	var verdicts []string
 	for _, f := range formats {
+		got := map[string]tuner.ChainResult{}
 		for _, m := range chainModes {
+			if m.pdl && !pdl {
+				continue
+			}
 			stages, err := chainStages(pol, g.Arch.String(), f, token, m.tuned)
 			if err != nil {
 				return fmt.Errorf("bench --chain %s: %w", f, err)
@@ -69,9 +78,33 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 			if err != nil {
 				return err
 			}
+			got[m.name] = r
+		}
+		if r, ok := got["tuned, PDL"]; ok {
+			verdicts = append(verdicts, launchVerdict(f, got["tuned"], r))
+		}
+	}
+	for _, v := range verdicts {
+		if _, err := fmt.Fprintln(stdout, v); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// launchVerdict says how the tuned token of format should be launched,
+// from its runs without and with PDL edges: the faster one where their
+// intervals do not overlap, else that the edges made no difference.
+func launchVerdict(format string, plain, pdl tuner.ChainResult) string {
+	change := 100 * (pdl.MedianUS/plain.MedianUS - 1)
+	switch {
+	case pdl.LoUS > plain.HiUS:
+		return fmt.Sprintf("%s, tuned: launch plainly in a graph (PDL edges make the token %.1f %% slower)", format, change)
+	case pdl.HiUS < plain.LoUS:
+		return fmt.Sprintf("%s, tuned: launch with PDL edges (they make the token %.1f %% faster)", format, -change)
+	default:
+		return fmt.Sprintf("%s, tuned: PDL edges change nothing beyond the intervals (%+.1f %%)", format, change)
+	}
 }
 
 // chainRow is one line of the chain table, right-aligned columns wide

@@ -28,8 +28,12 @@ func TestBenchChain(t *testing.T) {
 	var calls []call
 	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
 		calls = append(calls, call{stages, opts.PDL})
-		return tuner.ChainResult{Stages: len(stages), Bytes: 4.2e9, MedianUS: 1100, LoUS: 1090, HiUS: 1110, CeilingGBs: 4400,
-			PctCeiling: 86.8, TokPerS: 909, MaxRelErr: 3e-7}, nil
+		r := tuner.ChainResult{Stages: len(stages), Bytes: 4.2e9, MedianUS: 1100, LoUS: 1090, HiUS: 1110, CeilingGBs: 4400,
+			PctCeiling: 86.8, TokPerS: 909, MaxRelErr: 3e-7}
+		if opts.PDL { // PDL edges slower, as on the H200
+			r.MedianUS, r.LoUS, r.HiUS = 1210, 1200, 1220
+		}
+		return r, nil
 	})
 	var out, errw bytes.Buffer
 	if err := benchMain(context.Background(), []string{"--chain", "--formats", "q4_0", "--cache", path}, &out, &errw); err != nil {
@@ -60,13 +64,34 @@ func TestBenchChain(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	// The rows, printed as each mode finishes, line up with the header.
+	// The rows, printed as each mode finishes, line up with the header;
+	// the launch verdict follows them.
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")[1:]
+	if v := lines[len(lines)-1]; v != "q4_0, tuned: launch plainly in a graph (PDL edges make the token 10.0 % slower)" {
+		t.Errorf("verdict %q", v)
+	}
+	lines = lines[:len(lines)-1]
 	for _, l := range lines[1:] {
 		if utf8.RuneCountInString(l) != utf8.RuneCountInString(lines[0]) {
 			t.Errorf("row %q is not as wide as the header %q", l, lines[0])
 		}
 	}
+	// Before sm_90 there are no PDL modes, and stderr says why.
+	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
+		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA A100-SXM4-80GB", Arch: gpu.Arch{Major: 8, Minor: 0}}}, nil
+	})
+	calls = nil
+	out.Reset()
+	errw.Reset()
+	if err := benchMain(context.Background(), []string{"--chain", "--formats", "q4_0", "--cache", path}, &out, &errw); err != nil {
+		t.Fatalf("sm_80: %v (%s)", err, errw.String())
+	}
+	if len(calls) != 2 || calls[0].pdl || calls[1].pdl || !strings.Contains(errw.String(), "no PDL modes") || strings.Contains(out.String(), "launch") {
+		t.Errorf("sm_80: %d runs (%v), stderr %q, stdout:\n%s", len(calls), calls, errw.String(), out.String())
+	}
+	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
+		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA H200", Arch: gpu.Arch{Major: 9, Minor: 0}}}, nil
+	})
 	// Errors: a bad preset is a usage error, a failed chain names the mode.
 	swap(t, &chainFn, func(context.Context, int, []tuner.ChainStage, tuner.ChainOptions) (tuner.ChainResult, error) {
 		return tuner.ChainResult{}, errors.New("blk.3.down: relative L2 error 0.5")
@@ -97,6 +122,22 @@ func TestPresetTokens(t *testing.T) {
 			if err := tuner.CheckChain(stages); err != nil {
 				t.Errorf("%s %s: %v", p.name, f, err)
 			}
+		}
+	}
+}
+
+func TestLaunchVerdict(t *testing.T) {
+	plain := tuner.ChainResult{MedianUS: 1000, LoUS: 990, HiUS: 1010}
+	for _, tc := range []struct {
+		pdl  tuner.ChainResult
+		want string
+	}{
+		{tuner.ChainResult{MedianUS: 1100, LoUS: 1090, HiUS: 1110}, "q8_0, tuned: launch plainly in a graph (PDL edges make the token 10.0 % slower)"},
+		{tuner.ChainResult{MedianUS: 950, LoUS: 940, HiUS: 960}, "q8_0, tuned: launch with PDL edges (they make the token 5.0 % faster)"},
+		{tuner.ChainResult{MedianUS: 1005, LoUS: 995, HiUS: 1015}, "q8_0, tuned: PDL edges change nothing beyond the intervals (+0.5 %)"},
+	} {
+		if got := launchVerdict("q8_0", plain, tc.pdl); got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
 		}
 	}
 }
