@@ -63,10 +63,9 @@ func priorKey(id string) string {
 // measured so far (by format): the format's own, or, before its first
 // job, every other format's. Families share their knobs' meaning, so the
 // other formats' best (the staging, the warps, one wave of row groups)
-// orders the first screen better than a spread over the space: q6_K's
-// first job, screened in hash order, missed the r1f0u1s3w16 corner that
-// q4_K and q5_K had just found (+3.2 % in the replay of run24). The
-// race's exploration share still measures what the prior ranks low.
+// orders a first screen better than a spread over the space does
+// (docs/tuner.md); the race's exploration share still measures what the
+// prior ranks low.
 func formatPrior(priors map[string][]PriorShape, format string, rows, cols int) map[string]float64 {
 	if own := priors[format]; len(own) > 0 {
 		return priorFor(rows, cols, own)
