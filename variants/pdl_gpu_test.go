@@ -111,11 +111,17 @@ func (lx *lateX) free(dev *gpu.Device) {
 	})
 }
 
-// chain puts the decoy into c.x, launches lateWrite and then fn (grid,
-// block, shared bytes, args) with PDL on the check's stream, and waits.
+// chain puts the decoy into c.x, waits for the default stream, launches
+// lateWrite and then fn (grid, block, shared bytes, args) with PDL on the
+// check's stream, and waits for it.
 func (lx *lateX) chain(ctx *gpu.Ctx, c *gpuCase, fn gpu.Function, l variants.Launch, args *gpu.Args) error {
 	n := len(c.xf)
 	if err := ctx.CopyDtoD(c.x, lx.decoy, 4*n); err != nil {
+		return err
+	}
+	// The check's stream does not wait for the default one, where the
+	// decoy copy and the caller's poisoning of y were queued.
+	if err := ctx.WaitStream(0, 10*time.Second); err != nil {
 		return err
 	}
 	wa, err := gpu.NewArgs(lx.src, c.x, int32(n), uint64(lateDelay.Nanoseconds()))
