@@ -35,9 +35,12 @@ func (e envError) Unwrap() []error { return []error{e.err, ErrInvalidEnv} }
 // memory than a kernel gets by default (DefaultSharedLimit).
 func (c Choice) NeedsSharedOptIn() bool { return c.Launch.SharedBytes > DefaultSharedLimit }
 
-// PDLPays reports whether launching with programmatic dependent launch
-// was measured faster than a plain launch for this choice's record
-// (Evidence.PDLUS below Evidence.MedianUS). False without evidence.
+// PDLPays reports whether a chain of this kernel's own PDL launches was
+// measured faster than plain launches for this choice's record
+// (Evidence.PDLUS below Evidence.MedianUS). False without evidence. It
+// says nothing of a whole token, whose kernels differ: on the H200 most
+// winners pay alone while a tuned token is slower with PDL edges;
+// `autotune bench --chain` says which way a model's token is faster.
 func (c Choice) PDLPays() bool {
 	return c.PDL && c.Evidence != nil && c.Evidence.PDLUS > 0 && c.Evidence.PDLUS < c.Evidence.MedianUS
 }

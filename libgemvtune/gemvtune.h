@@ -86,7 +86,8 @@ typedef struct gemvtune_choice {
     uint32_t shared_bytes;       /* dynamic shared memory of the launch */
     int32_t needs_shared_optin;  /* 1: raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to shared_bytes first */
     int32_t pdl_supported;       /* 1: may be launched with programmatic stream serialization (sm_90+) */
-    int32_t pdl_pays;            /* 1: a chain of PDL launches was measured faster than plain launches for this record */
+    int32_t pdl_pays;            /* 1: a chain of this kernel's own PDL launches was measured faster than plain
+                                    launches; says nothing of a whole token (autotune bench --chain does) */
     double error_bound;          /* relative L2 error vs the float64 reference it was verified within */
     int32_t has_evidence;        /* 1: the figures below are a tuned measurement (tuned or nearest) */
     double median_us;            /* winner's median µs per launch at the tuned shape */
