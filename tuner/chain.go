@@ -27,24 +27,34 @@ type ChainStage struct {
 
 // ChainOptions are how Chain runs the token.
 type ChainOptions struct {
-	// PDL launches every stage with programmatic dependent launch
-	// (programmatic edges in the graph; sm_90+).
+	// PDL also runs the token with programmatic dependent launch (a second
+	// graph over the same buffers, with programmatic edges; sm_90+): its
+	// outputs must be bit-identical to the plain graph's, and its timed
+	// batches alternate with the plain graph's.
 	PDL bool
-	// Samples is how many timed batches of tokens give the median; 0 is 21.
+	// Samples is how many timed batches of tokens give each median; 0 is
+	// 21.
 	Samples int
 }
 
-// ChainResult is what one token's GEMVs took.
-type ChainResult struct {
-	Stages     int
-	Bytes      int64   // weight bytes one token reads
+// ChainTiming is what one token took in one launch mode.
+type ChainTiming struct {
 	MedianUS   float64 // µs per token
 	LoUS, HiUS float64 // confidence interval of the median
-	CeilingGBs float64 // the streaming read measured in the same run
-	// PctCeiling is the time reading Bytes at the ceiling would take, over
-	// MedianUS, in percent.
+	// PctCeiling is the time reading the token's bytes at the ceiling
+	// would take, over MedianUS, in percent.
 	PctCeiling float64
 	TokPerS    float64 // 1e6 / MedianUS: what the GEMVs alone allow
+}
+
+// ChainResult is what one token's GEMVs took: launched plainly in the
+// graph (the embedded timing) and, with ChainOptions.PDL, with PDL edges.
+type ChainResult struct {
+	Stages      int
+	Bytes       int64        // weight bytes one token reads
+	CeilingGBs  float64      // the streaming read measured in the same run
+	ChainTiming              // launched plainly in the graph
+	PDL         *ChainTiming // with PDL edges, under ChainOptions.PDL
 	// MaxRelErr is the largest relative L2 error of a stage's output
 	// against its float64 reference (the stage's own input x).
 	MaxRelErr float64
@@ -57,12 +67,14 @@ const chainTokens = 5
 // Chain runs the stages as one token on GPU ordinal, each stage's x the
 // first Cols values of the stage before's y (the first stage's a random
 // x), every stage with weights of its own in device memory (a token reads
-// far more than L2 holds, as a model does), captured in one CUDA graph. It
-// checks every stage's output against the float64 reference of the input
-// it read, then times the graph: warm-up, then Samples batches of
-// chainTokens tokens between CUDA events. Stages of one (format, shape,
-// layout) share their host weights (random, quantized once) and are copied
-// to their own device memory.
+// far more than L2 holds, as a model does), captured in one CUDA graph
+// (with ChainOptions.PDL a second one with PDL edges over the same
+// buffers). It checks every stage's output against the float64 reference
+// of the input it read (and the PDL graph's against those bits), then
+// times the graphs: warm-up, then Samples batches of chainTokens tokens
+// between CUDA events, the graphs alternating. Stages of one (format,
+// shape, layout) share their host weights (random, quantized once) and are
+// copied to their own device memory.
 func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOptions) (ChainResult, error) {
 	res := ChainResult{Stages: len(stages)}
 	if err := CheckChain(stages); err != nil {
@@ -132,25 +144,19 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 
 	// Device data and modules (one per variant, however many stages run
 	// it), then the graph.
-	type stageDev struct {
-		w, y   gpu.DevPtr
-		fn     gpu.Function
-		launch variants.Launch
-		args   *gpu.Args
-	}
 	type variantKey struct {
 		format string
 		params space.Params
 	}
-	devs := make([]stageDev, len(stages))
+	devs := make([]chainDev, len(stages))
 	mods := map[variantKey]gpu.Module{}
 	fns := map[variantKey]gpu.Function{}
 	shared := map[variantKey]int{} // the dynamic shared memory limit set per function
 	var x gpu.DevPtr
-	var graph gpu.GraphExec
+	var graphs []gpu.GraphExec // plain, then with PDL edges when asked
 	defer dev.Do(func(c *gpu.Ctx) error {
-		if graph != 0 {
-			c.DestroyGraphExec(graph)
+		for _, g := range graphs {
+			c.DestroyGraphExec(g)
 		}
 		for _, d := range devs {
 			if d.w != 0 {
@@ -213,10 +219,8 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			if err := c.CopyHtoD(d.w, b); err != nil {
 				return err
 			}
-			if d.y, err = c.Alloc(4 * st.Rows); err != nil {
-				return err
-			}
-			return c.Memset(d.y, 0xFF, 4*st.Rows) // NaN until written
+			d.y, err = c.Alloc(4 * st.Rows) // poisoned by runChain
+			return err
 		})
 		if err != nil {
 			return res, fmt.Errorf("%s: %w", st.Name, err)
@@ -243,24 +247,18 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			return err
 		}
 		defer c.DestroyStream(s)
-		if err := c.BeginCapture(s); err != nil {
-			return err
+		modes := []bool{false}
+		if opts.PDL {
+			modes = append(modes, true)
 		}
-		for i := range stages {
-			d := &devs[i]
-			cfg := gpu.LaunchConfig{Grid: d.launch.Grid, Block: d.launch.Block, SharedBytes: d.launch.SharedBytes, Stream: s, PDL: opts.PDL && i > 0}
-			if err := c.Launch(d.fn, cfg, d.args); err != nil {
-				_, _ = c.EndCapture(s)
-				return fmt.Errorf("%s: %w", stages[i].Name, err)
+		for _, pdl := range modes {
+			g, err := captureChain(c, s, stages, devs, pdl)
+			if err != nil {
+				return err
 			}
+			graphs = append(graphs, g)
 		}
-		g, err := c.EndCapture(s)
-		if err != nil {
-			return err
-		}
-		defer c.DestroyGraph(g)
-		graph, err = c.Instantiate(g)
-		return err
+		return nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("capturing the token's graph: %w", err)
@@ -269,23 +267,16 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		return res, err
 	}
 
-	// One token, checked stage by stage against its own input.
-	ys := make([][]float32, len(stages))
+	// One token, checked stage by stage against its own input; with PDL
+	// edges the same token must give the same bits.
+	var ys, pdlYs [][]float32
 	err = dev.Do(func(c *gpu.Ctx) error {
-		if err := c.LaunchGraph(graph, 0); err != nil {
+		var err error
+		if ys, err = runChain(c, graphs[0], stages, devs); err != nil || len(graphs) == 1 {
 			return err
 		}
-		if err := c.WaitStream(0, 60*time.Second); err != nil {
-			return err
-		}
-		for i, st := range stages {
-			out := make([]byte, 4*st.Rows)
-			if err := c.CopyDtoH(out, devs[i].y); err != nil {
-				return err
-			}
-			ys[i] = floatsOf(out)
-		}
-		return nil
+		pdlYs, err = runChain(c, graphs[1], stages, devs)
+		return err
 	})
 	if err != nil {
 		return res, fmt.Errorf("running the token: %w", err)
@@ -307,9 +298,19 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			in = ys[i][:stages[i+1].Cols]
 		}
 	}
+	for i, st := range stages[:len(pdlYs)] {
+		for r := range ys[i] {
+			if math.Float32bits(pdlYs[i][r]) != math.Float32bits(ys[i][r]) {
+				return res, fmt.Errorf("%s (%s %dx%d, %s) with PDL edges: y[%d] = %08x, %08x without: a kernel read memory before griddepcontrol.wait",
+					st.Name, st.Format, st.Rows, st.Cols, st.Params.ID(), r, math.Float32bits(pdlYs[i][r]), math.Float32bits(ys[i][r]))
+			}
+		}
+	}
 
-	// Time it.
-	var samples []float64
+	// Time it: batches of chainTokens tokens between CUDA events, the
+	// graphs alternating batch by batch, so a drift of the clocks shifts
+	// both modes alike.
+	samples := make([][]float64, len(graphs))
 	err = dev.Do(func(c *gpu.Ctx) error {
 		e0, err := c.NewEvent()
 		if err != nil {
@@ -322,26 +323,28 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		}
 		defer c.DestroyEvent(e1)
 		for k := -3; k < opts.Samples; k++ { // three batches of warm-up
-			if err := c.Record(e0, 0); err != nil {
-				return err
-			}
-			for t := 0; t < chainTokens; t++ {
-				if err := c.LaunchGraph(graph, 0); err != nil {
+			for gi, g := range graphs {
+				if err := c.Record(e0, 0); err != nil {
 					return err
 				}
-			}
-			if err := c.Record(e1, 0); err != nil {
-				return err
-			}
-			if err := c.WaitEvent(e1, 60*time.Second); err != nil {
-				return err
-			}
-			d, err := c.Elapsed(e0, e1)
-			if err != nil {
-				return err
-			}
-			if k >= 0 {
-				samples = append(samples, d.Seconds()*1e6/chainTokens)
+				for t := 0; t < chainTokens; t++ {
+					if err := c.LaunchGraph(g, 0); err != nil {
+						return err
+					}
+				}
+				if err := c.Record(e1, 0); err != nil {
+					return err
+				}
+				if err := c.WaitEvent(e1, 60*time.Second); err != nil {
+					return err
+				}
+				d, err := c.Elapsed(e0, e1)
+				if err != nil {
+					return err
+				}
+				if k >= 0 {
+					samples[gi] = append(samples[gi], d.Seconds()*1e6/chainTokens)
+				}
 			}
 		}
 		return nil
@@ -349,12 +352,80 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	if err != nil {
 		return res, fmt.Errorf("timing the token: %w", err)
 	}
-	res.MedianUS, res.LoUS, res.HiUS = summarize(samples)
-	if res.MedianUS > 0 {
-		res.TokPerS = 1e6 / res.MedianUS
-		res.PctCeiling = 100 * (float64(res.Bytes) / (res.CeilingGBs * 1e3)) / res.MedianUS
+	res.ChainTiming = chainTiming(samples[0], res.Bytes, res.CeilingGBs)
+	if len(samples) > 1 {
+		t := chainTiming(samples[1], res.Bytes, res.CeilingGBs)
+		res.PDL = &t
 	}
 	return res, nil
+}
+
+// chainTiming summarises a mode's µs per token.
+func chainTiming(samples []float64, bytes int64, ceilingGBs float64) ChainTiming {
+	var t ChainTiming
+	t.MedianUS, t.LoUS, t.HiUS = summarize(samples)
+	if t.MedianUS > 0 {
+		t.TokPerS = 1e6 / t.MedianUS
+		t.PctCeiling = 100 * (float64(bytes) / (ceilingGBs * 1e3)) / t.MedianUS
+	}
+	return t
+}
+
+// chainDev is one stage on the device: its weights and output, the
+// kernel, its launch and its arguments (weights, the stage before's y or
+// the token's x, y, rows, cols).
+type chainDev struct {
+	w, y   gpu.DevPtr
+	fn     gpu.Function
+	launch variants.Launch
+	args   *gpu.Args
+}
+
+// captureChain captures the stages' launches on s into a graph and
+// instantiates it; with pdl every stage but the first is launched with
+// programmatic dependent launch, a programmatic edge in the graph.
+func captureChain(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, pdl bool) (gpu.GraphExec, error) {
+	if err := c.BeginCapture(s); err != nil {
+		return 0, err
+	}
+	for i, d := range devs {
+		cfg := gpu.LaunchConfig{Grid: d.launch.Grid, Block: d.launch.Block, SharedBytes: d.launch.SharedBytes, Stream: s, PDL: pdl && i > 0}
+		if err := c.Launch(d.fn, cfg, d.args); err != nil {
+			_, _ = c.EndCapture(s)
+			return 0, fmt.Errorf("%s: %w", stages[i].Name, err)
+		}
+	}
+	g, err := c.EndCapture(s)
+	if err != nil {
+		return 0, err
+	}
+	defer c.DestroyGraph(g)
+	return c.Instantiate(g)
+}
+
+// runChain poisons every stage's y with NaN, runs graph once and returns
+// the outputs.
+func runChain(c *gpu.Ctx, graph gpu.GraphExec, stages []ChainStage, devs []chainDev) ([][]float32, error) {
+	for i, st := range stages {
+		if err := c.Memset(devs[i].y, 0xFF, 4*st.Rows); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.LaunchGraph(graph, 0); err != nil {
+		return nil, err
+	}
+	if err := c.WaitStream(0, 60*time.Second); err != nil {
+		return nil, err
+	}
+	ys := make([][]float32, len(stages))
+	for i, st := range stages {
+		out := make([]byte, 4*st.Rows)
+		if err := c.CopyDtoH(out, devs[i].y); err != nil {
+			return nil, err
+		}
+		ys[i] = floatsOf(out)
+	}
+	return ys, nil
 }
 
 // CheckChain checks that the stages form a chain: known formats, shapes

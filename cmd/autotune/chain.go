@@ -18,14 +18,12 @@ var (
 	chainGPUsFn = gpu.Probe
 )
 
-// chainMode is one way the token runs: whose choices, and with PDL.
-type chainMode struct {
+// chainChoices are whose variants a token runs: stock's (v1 everywhere)
+// or the cache's; each is timed plainly and, from sm_90 on, with PDL edges.
+var chainChoices = []struct {
 	name  string
 	tuned bool
-	pdl   bool
-}
-
-var chainModes = []chainMode{{"stock", false, false}, {"stock, PDL", false, true}, {"tuned", true, false}, {"tuned, PDL", true, true}}
+}{{"stock", false}, {"tuned", true}}
 
 // benchChain runs one token of model for every format, in every mode, on
 // GPU ordinal, and prints a row per (format, mode).
@@ -49,39 +47,43 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 	}
 	token := p.token()
 	fmt.Fprintf(stdout, "one token of %s (%d GEMVs) on GPU %d, %s\n", p.name, len(token), ordinal, g.Name)
-	// Fixed widths, not a tabwriter: each row is printed as its mode
-	// finishes (a format's four modes take seconds each), and the rows
-	// must line up with the header all the same.
+	// Fixed widths, not a tabwriter: the rows are printed as each token
+	// finishes (seconds each), and they must line up with the header all
+	// the same.
 	fmt.Fprintf(stdout, chainRow, "format", "mode", "µs/token", "95% CI µs", "MB/token", "ceiling GB/s", "bytes/ceiling µs", "% of ceiling", "GEMV tok/s", "max rel err")
 	pdl := g.Arch.Major >= 9
 	if !pdl {
 		fmt.Fprintf(stderr, "autotune: bench --chain: %s is %s: no PDL modes (programmatic dependent launch needs sm_90 or newer)\n", g.Name, g.Arch)
 	}
+	row := func(f, mode string, r tuner.ChainResult, t tuner.ChainTiming) error {
+		_, err := fmt.Fprintf(stdout, chainRow, f, mode, fmt.Sprintf("%.1f", t.MedianUS), fmt.Sprintf("%.1f–%.1f", t.LoUS, t.HiUS),
+			fmt.Sprintf("%.1f", float64(r.Bytes)/1e6), fmt.Sprintf("%.0f", r.CeilingGBs), fmt.Sprintf("%.1f", float64(r.Bytes)/(r.CeilingGBs*1e3)),
+			fmt.Sprintf("%.1f", t.PctCeiling), fmt.Sprintf("%.0f", t.TokPerS), fmt.Sprintf("%.2g", r.MaxRelErr))
+		return err
+	}
 	var verdicts []string
 	for _, f := range formats {
-		got := map[string]tuner.ChainResult{}
-		for _, m := range chainModes {
-			if m.pdl && !pdl {
-				continue
-			}
-			stages, err := chainStages(pol, g.Arch.String(), f, token, m.tuned)
+		for _, ch := range chainChoices {
+			stages, err := chainStages(pol, g.Arch.String(), f, token, ch.tuned)
 			if err != nil {
 				return fmt.Errorf("bench --chain %s: %w", f, err)
 			}
-			r, err := chainFn(ctx, ordinal, stages, tuner.ChainOptions{PDL: m.pdl})
+			r, err := chainFn(ctx, ordinal, stages, tuner.ChainOptions{PDL: pdl})
 			if err != nil {
-				return fmt.Errorf("bench --chain %s (%s): %w", f, m.name, err)
+				return fmt.Errorf("bench --chain %s (%s): %w", f, ch.name, err)
 			}
-			_, err = fmt.Fprintf(stdout, chainRow, f, m.name, fmt.Sprintf("%.1f", r.MedianUS), fmt.Sprintf("%.1f–%.1f", r.LoUS, r.HiUS),
-				fmt.Sprintf("%.1f", float64(r.Bytes)/1e6), fmt.Sprintf("%.0f", r.CeilingGBs), fmt.Sprintf("%.1f", float64(r.Bytes)/(r.CeilingGBs*1e3)),
-				fmt.Sprintf("%.1f", r.PctCeiling), fmt.Sprintf("%.0f", r.TokPerS), fmt.Sprintf("%.2g", r.MaxRelErr))
-			if err != nil {
+			if err := row(f, ch.name, r, r.ChainTiming); err != nil {
 				return err
 			}
-			got[m.name] = r
-		}
-		if r, ok := got["tuned, PDL"]; ok {
-			verdicts = append(verdicts, launchVerdict(f, got["tuned"], r))
+			if r.PDL == nil {
+				continue
+			}
+			if err := row(f, ch.name+", PDL", r, *r.PDL); err != nil {
+				return err
+			}
+			if ch.tuned {
+				verdicts = append(verdicts, launchVerdict(f, r.ChainTiming, *r.PDL))
+			}
 		}
 	}
 	for _, v := range verdicts {
@@ -93,9 +95,10 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 }
 
 // launchVerdict says how the tuned token of format should be launched,
-// from its runs without and with PDL edges: the faster one where their
-// intervals do not overlap, else that the edges made no difference.
-func launchVerdict(format string, plain, pdl tuner.ChainResult) string {
+// from its timings without and with PDL edges (interleaved batches): the
+// faster one where their intervals do not overlap, else that the edges
+// made no difference.
+func launchVerdict(format string, plain, pdl tuner.ChainTiming) string {
 	change := 100 * (pdl.MedianUS/plain.MedianUS - 1)
 	switch {
 	case pdl.LoUS > plain.HiUS:
