@@ -22,10 +22,11 @@
 #   scripts/ab-kernels.sh run q4_0,q4_K,affine4 4096x4096 \
 #       r1f0u2s1w16l1a1,r1f0u1s1w16l1a1,r1f0u1s1w16a1 v4 pdlB
 # The summary gives each run's median, and "/pdl M" its median in a PDL
-# chain where the build prints one. The next one it leaves: where to release
-# the dependents (griddepcontrol.launch_dependents first thing, as now, or
-# once a block starts its last row group), measured in a chain at 1024x4096,
-# 4096x4096 and 4096x14336, where the chain was slower or faster.
+# chain where the build prints one. Where to release the dependents is
+# settled (after the last row group: docs/kernels.md); the next experiment
+# is an L2 prefetch of a block's first weights before griddepcontrol.wait,
+# timed in a PDL chain at 4096x4096, 4096x14336 and 28672x4096, where a
+# token loses about 2.4 µs per kernel (docs/results.md).
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

@@ -24,9 +24,9 @@ func Plan(arch string, jobs []Job, budget int) ([]PlanEntry, error) {
 	})
 }
 
-// PlanShare is Plan under Options.BudgetShare: each job's budget is its
-// part of share of the exhaustive run's timed batches (shareBudgets over
-// the plan's candidates); a share outside (0, 1) is exhaustive.
+// PlanShare is Plan under Options.BudgetShare: the run's search share
+// (searchShare over the candidates the jobs are expected to time) and
+// each job's budget under it; a share outside (0, 1) is exhaustive.
 func PlanShare(arch string, jobs []Job, share float64) ([]PlanEntry, error) {
 	if share <= 0 || share >= 1 {
 		return Plan(arch, jobs, 0)

@@ -13,9 +13,9 @@ import (
 	"github.com/gemvtune/gemvtune/tuner"
 )
 
-// TestBenchChain: --chain runs, per format, the token of the preset in the
-// four modes, stock everywhere or the cache's choices, PDL as the mode
-// says, and prints a row for each.
+// TestBenchChain: --chain runs, per format, the token of the preset with
+// stock everywhere and with the cache's choices, each also with PDL edges
+// from sm_90 on, prints a row for each, and closes with the launch verdict.
 func TestBenchChain(t *testing.T) {
 	path := cacheWith(t, testRecord(t, "sm_90", "q4_0", 28672, 4096, "r2f0u2s2w8l1"))
 	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
