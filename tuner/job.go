@@ -22,7 +22,7 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 		return Decision{}, err
 	}
 	bytes, _ := fam.Format().Bytes(j.Rows, j.Cols)
-	lim := limitsOf(s.info)
+	lim := s.info.Limits()
 	d := Decision{Job: j, Arch: s.info.Arch.String(), Bytes: bytes, GPUName: s.info.Name, GPUUUID: s.info.UUID,
 		NVRTC: nv.Version.String(), SourceHash: fam.SourceHash(), Time: time.Now().UTC()}
 	if v, err := gpu.DriverVersion(); err == nil {

@@ -120,27 +120,11 @@ func selectGPUs(arch string) ([]gpu.Info, error) {
 	return out, nil
 }
 
-// limitsOf builds space limits from the device's own attributes.
-func limitsOf(in gpu.Info) space.Limits {
-	lim, err := space.LimitsFor(in.Arch.String())
-	if err != nil {
-		lim = space.Limits{Arch: in.Arch.String(), MaxRegsPerThread: 255, SmemPerBlockDefault: 48 * space.KiB}
-	}
-	lim.RegsPerSM = in.RegsPerSM
-	lim.MaxThreadsPerSM = in.MaxThreadsPerSM
-	lim.MaxThreadsPerBlock = in.MaxThreadsPerBlock
-	lim.MaxBlocksPerSM = in.MaxBlocksPerSM
-	lim.SmemPerSM = in.SmemPerSM
-	lim.SmemPerBlockDefault = in.SmemPerBlock
-	lim.SmemPerBlockOptin = in.SmemPerBlockOptin
-	return lim
-}
-
 // runArch tunes jobs on the GPUs of one arch, one worker per GPU pulling
 // jobs from a shared queue.
 func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVML, jobs []Job, opts Options, extra planted) ([]Decision, error) {
 	arch := infos[0].Arch
-	lim := limitsOf(infos[0])
+	lim := infos[0].Limits()
 	comp := newCompiler(nv, arch)
 	start := time.Now()
 

@@ -222,14 +222,6 @@ func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase, lx *lateX) ([
 	return floatsOf(out), nil
 }
 
-// deviceLimits are the space's limits of the device the tests run on.
-func deviceLimits(info gpu.Info) space.Limits {
-	return space.Limits{Arch: info.Arch.String(), RegsPerSM: info.RegsPerSM, MaxRegsPerThread: 255,
-		MaxThreadsPerSM: info.MaxThreadsPerSM, MaxThreadsPerBlock: info.MaxThreadsPerBlock,
-		MaxBlocksPerSM: info.MaxBlocksPerSM, SmemPerSM: info.SmemPerSM,
-		SmemPerBlockDefault: info.SmemPerBlock, SmemPerBlockOptin: info.SmemPerBlockOptin}
-}
-
 // TestFamiliesOnGPU runs, for every family, every variant that passes its
 // gate (-short: a sample) on fresh random data with NaN-poisoned outputs and
 // checks it is within ErrorBound of the float64 reference and bit-identical
@@ -237,7 +229,7 @@ func deviceLimits(info gpu.Info) space.Limits {
 func TestFamiliesOnGPU(t *testing.T) {
 	dev := openDevice(t)
 	info := dev.Info()
-	lim := deviceLimits(info)
+	lim := info.Limits()
 	src := deviceCubins(t, info.Arch)
 	t.Logf("device %s", info)
 	for i, f := range variants.Families() {

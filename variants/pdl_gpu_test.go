@@ -183,7 +183,7 @@ func (lx *lateX) controlSeesDecoy(dev *gpu.Device, c *gpuCase) (bool, error) {
 func TestLateXOnGPU(t *testing.T) {
 	dev := openDevice(t)
 	info := dev.Info()
-	lim := deviceLimits(info)
+	lim := info.Limits()
 	if info.Arch.Major < 9 {
 		t.Skipf("skipping: PDL needs sm_90 or newer, device is %v", info.Arch)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
 )
 
 func TestClockReasons(t *testing.T) {
@@ -55,5 +56,19 @@ func TestPeakGBps(t *testing.T) {
 	got = gpu.Info{MemClockKHz: 2619000, MemBusBits: 5120}.PeakGBps()
 	if got < 3351 || got > 3353 {
 		t.Errorf("attribute peak = %.1f GB/s, want 3352", got)
+	}
+}
+
+// An H200's attributes give sm_90's table limits (the device and the
+// programming guide agree there).
+func TestInfoLimits(t *testing.T) {
+	h200 := gpu.Info{Arch: gpu.Arch{Major: 9, Minor: 0}, RegsPerSM: 65536, MaxThreadsPerSM: 2048, MaxThreadsPerBlock: 1024,
+		MaxBlocksPerSM: 32, SmemPerSM: 228 * space.KiB, SmemPerBlock: 48 * space.KiB, SmemPerBlockOptin: 227 * space.KiB}
+	want, err := space.LimitsFor("sm_90")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := h200.Limits(); got != want {
+		t.Errorf("Limits() = %+v, want %+v", got, want)
 	}
 }

@@ -3,6 +3,8 @@ package gpu
 import (
 	"fmt"
 	"unsafe"
+
+	"github.com/gemvtune/gemvtune/space"
 )
 
 // Info describes one GPU, read from the driver's device attributes.
@@ -26,6 +28,16 @@ type Info struct {
 	MemClockKHz        int // memory clock
 	MemBusBits         int // memory bus width
 	TotalMem           uint64
+}
+
+// Limits are the resource limits that decide which variants can launch
+// on this device: its own attributes, and the 255 registers per thread
+// every arch allows (space.LimitsFor's table, for planning without one).
+func (i Info) Limits() space.Limits {
+	return space.Limits{Arch: i.Arch.String(), RegsPerSM: i.RegsPerSM, MaxRegsPerThread: 255,
+		MaxThreadsPerSM: i.MaxThreadsPerSM, MaxThreadsPerBlock: i.MaxThreadsPerBlock,
+		MaxBlocksPerSM: i.MaxBlocksPerSM, SmemPerSM: i.SmemPerSM,
+		SmemPerBlockDefault: i.SmemPerBlock, SmemPerBlockOptin: i.SmemPerBlockOptin}
 }
 
 // PeakGBps is the theoretical DRAM bandwidth from the attributes:
