@@ -40,8 +40,7 @@ const lateDelay = 200 * time.Microsecond
 // lateX runs variants in a PDL chain after lateWrite, whose x is a decoy
 // (-x) until lateDelay after the variant's launch: a variant that reads x
 // before its griddepcontrol.wait computes with the decoy and fails the
-// reference check. Only on sm_90 and newer, and only where NVRTC builds
-// the helpers here.
+// reference check (sm_90 and newer).
 type lateX struct {
 	fn, control gpu.Function
 	mod         gpu.Module
@@ -49,28 +48,16 @@ type lateX struct {
 	stream      gpu.Stream
 }
 
-// newLateX loads the helpers and uploads c's x and decoy; nil (with the
-// reason logged) where the check cannot run.
-func newLateX(t *testing.T, dev *gpu.Device, src *cubinSource, c *gpuCase) *lateX {
+// newLateX loads the helpers (lateSrc compiled: cubin) and uploads c's x
+// and decoy.
+func newLateX(t *testing.T, dev *gpu.Device, cubin []byte, c *gpuCase) *lateX {
 	t.Helper()
-	if dev.Info().Arch.Major < 9 {
-		t.Logf("late-x check skipped: PDL needs sm_90 or newer, device is %v", dev.Info().Arch)
-		return nil
-	}
-	if src.n == nil {
-		t.Logf("late-x check skipped: no NVRTC here to build its helper kernels")
-		return nil
-	}
-	cubin, log, err := src.n.Compile(lateSrc, "late.cu", src.arch)
-	if err != nil {
-		t.Fatalf("late-x helpers: %v\n%s", err, log)
-	}
 	neg := make([]float32, len(c.xf))
 	for i, v := range c.xf {
 		neg[i] = -v
 	}
 	lx := &lateX{}
-	err = dev.Do(func(ctx *gpu.Ctx) error {
+	err := dev.Do(func(ctx *gpu.Ctx) error {
 		var err error
 		if lx.mod, err = ctx.LoadModule(cubin); err != nil {
 			return err
@@ -191,6 +178,10 @@ func TestLateXOnGPU(t *testing.T) {
 	if src.n == nil {
 		t.Skip("skipping: the late-x helpers need NVRTC on this machine")
 	}
+	helpers, log, err := src.n.Compile(lateSrc, "late.cu", src.arch)
+	if err != nil {
+		t.Fatalf("late-x helpers: %v\n%s", err, log)
+	}
 	for fi, f := range variants.Families() {
 		t.Run(f.Format().Name(), func(t *testing.T) {
 			ps := bigSample(f)
@@ -205,10 +196,7 @@ func TestLateXOnGPU(t *testing.T) {
 				t.Run(sh.name, func(t *testing.T) {
 					c := newCase(t, dev, f, sh.rows, sh.cols, uint64(1000*(fi+1)+si))
 					defer c.free(dev)
-					lx := newLateX(t, dev, src, c)
-					if lx == nil {
-						t.Skip("skipping: the late-x check cannot run here")
-					}
+					lx := newLateX(t, dev, helpers, c)
 					defer lx.free(dev)
 					if ok, err := lx.controlSeesDecoy(dev, c); err != nil {
 						t.Fatal(err)
