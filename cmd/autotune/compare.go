@@ -98,12 +98,13 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 		n++
 		bInA, found := candidate(da, db.Winner.ID)
 		verdict := "same"
-		tally.same += b2i(da.Winner.ID == db.Winner.ID)
 		inA := "-"
 		if found {
 			inA = fmt.Sprintf("%.2f µs", bInA.MedianUS)
 		}
-		if da.Winner.ID != db.Winner.ID {
+		if da.Winner.ID == db.Winner.ID {
+			tally.same++
+		} else {
 			gap := db.Winner.MedianUS/da.Winner.MedianUS - 1
 			spread := max(da.Winner.HiUS-da.Winner.LoUS, db.Winner.HiUS-db.Winner.LoUS) / da.Winner.MedianUS
 			if found {
@@ -183,13 +184,6 @@ func batchesLine(name string, ds []tuner.Decision) string {
 	}
 	return fmt.Sprintf("%s timed %d batches in %d jobs: %.1f %% of the %d exhaustive search would have timed on its candidates",
 		name, spent, jobs, 100*float64(spent)/float64(exhaustive), exhaustive)
-}
-
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // scaledChange is b/a − 1 in percent ("+3.2 %"), or "-" when either is
