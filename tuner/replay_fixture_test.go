@@ -40,20 +40,25 @@ var replayFixtures = []string{"run5", "run13", "run18", "run24"}
 
 func loadReplay(t testing.TB, name string) []replayJob {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name+".replay.json.gz"))
-	if err != nil {
+	var jobs []replayJob
+	if err := readGzipJSON(filepath.Join("testdata", name+".replay.json.gz"), &jobs); err != nil {
 		t.Fatalf("replay fixture %s: %v (TestMakeReplayFixture makes it)", name, err)
+	}
+	return jobs
+}
+
+// readGzipJSON decodes the gzipped JSON file at path into v.
+func readGzipJSON(path string, v any) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	var jobs []replayJob
-	if err := json.NewDecoder(zr).Decode(&jobs); err != nil {
-		t.Fatalf("replay fixture %s: %v", name, err)
-	}
-	return jobs
+	return json.NewDecoder(zr).Decode(v)
 }
 
 // TestMakeReplayFixture writes testdata/NAME.replay.json.gz from the
@@ -66,17 +71,8 @@ func TestMakeReplayFixture(t *testing.T) {
 	if from == "" {
 		t.Skip("skipping: set GEMV_REPLAY_FROM to an exhaustive run's --json output to make its replay fixture")
 	}
-	f, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var ds []Decision
-	if err := json.NewDecoder(zr).Decode(&ds); err != nil {
+	if err := readGzipJSON(from, &ds); err != nil {
 		t.Fatal(err)
 	}
 	var jobs []replayJob
