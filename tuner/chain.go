@@ -2,7 +2,6 @@ package tuner
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -419,11 +418,10 @@ func runChain(c *gpu.Ctx, graph gpu.GraphExec, stages []ChainStage, devs []chain
 	}
 	ys := make([][]float32, len(stages))
 	for i, st := range stages {
-		out := make([]byte, 4*st.Rows)
-		if err := c.CopyDtoH(out, devs[i].y); err != nil {
+		ys[i] = make([]float32, st.Rows)
+		if err := c.CopyDtoH(gpu.Bytes(ys[i]), devs[i].y); err != nil {
 			return nil, err
 		}
-		ys[i] = floatsOf(out)
 	}
 	return ys, nil
 }
@@ -483,12 +481,4 @@ func makeChainWeights(f variants.Format, rows, cols int) ([]byte, error) {
 		w[i] = float32(rng.NormFloat64() * sigma)
 	}
 	return f.Quantize(w, rows, cols)
-}
-
-func floatsOf(b []byte) []float32 {
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
 }

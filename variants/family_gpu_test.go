@@ -1,7 +1,6 @@
 package variants_test
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -176,20 +175,11 @@ func loadVariant(t *testing.T, dev *gpu.Device, f variants.Family, b built) load
 	return v
 }
 
-// floatsOf reads little-endian float32s.
-func floatsOf(b []byte) []float32 {
-	out := make([]float32, len(b)/4)
-	for i := range out {
-		out[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-	}
-	return out
-}
-
 // run launches v on c with y poisoned by NaN and returns y; with lx, in
 // the late-x chain (lateX.chain), else plainly.
 func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase, lx *lateX) ([]float32, error) {
 	l := f.Launch(v.p, c.rows, c.cols)
-	out := make([]byte, c.rows*4)
+	y := make([]float32, c.rows)
 	err := dev.Do(func(ctx *gpu.Ctx) error {
 		if err := ctx.Memset(c.y, 0xFF, c.rows*4); err != nil { // 0xFFFFFFFF is a NaN
 			return err
@@ -211,7 +201,7 @@ func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase, lx *lateX) ([
 		if err != nil {
 			return err
 		}
-		return ctx.CopyDtoH(out, c.y)
+		return ctx.CopyDtoH(gpu.Bytes(y), c.y)
 	})
 	if err != nil {
 		if lx != nil {
@@ -219,7 +209,7 @@ func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase, lx *lateX) ([
 		}
 		return nil, fmt.Errorf("%s: %w", v.p.ID(), err)
 	}
-	return floatsOf(out), nil
+	return y, nil
 }
 
 // TestFamiliesOnGPU runs, for every family, every variant that passes its

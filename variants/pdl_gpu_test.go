@@ -130,7 +130,7 @@ func (lx *lateX) chain(ctx *gpu.Ctx, c *gpuCase, fn gpu.Function, l variants.Lau
 // that read x early would read the decoy too.
 func (lx *lateX) controlSeesDecoy(dev *gpu.Device, c *gpuCase) (bool, error) {
 	n := len(c.xf)
-	out := make([]byte, 4*n)
+	got := make([]float32, n)
 	err := dev.Do(func(ctx *gpu.Ctx) error {
 		o, err := ctx.Alloc(4 * n)
 		if err != nil {
@@ -145,12 +145,11 @@ func (lx *lateX) controlSeesDecoy(dev *gpu.Device, c *gpuCase) (bool, error) {
 		if err := lx.chain(ctx, c, lx.control, l, args); err != nil {
 			return err
 		}
-		return ctx.CopyDtoH(out, o)
+		return ctx.CopyDtoH(gpu.Bytes(got), o)
 	})
 	if err != nil {
 		return false, err
 	}
-	got := floatsOf(out)
 	decoy := 0
 	for i, v := range got {
 		if c.xf[i] != 0 && v == -c.xf[i] {
