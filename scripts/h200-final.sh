@@ -59,7 +59,7 @@ tests)
 	(cd variants && GEMV_TEST_SPACE=sample timeout 300 $R/.gpubin/variants.test -test.short -test.run 'TestFamiliesOnGPU|TestLateXOnGPU' -test.v > $OUT/vtest.log 2>&1); rc=$?
 	echo "variants.test exit $rc"; grep -E "^(---|    ---|ok|PASS|FAIL)" $OUT/vtest.log | head -8
 	[ $rc -eq 0 ] || { grep -B3 -A3 "FAIL\|Error" $OUT/vtest.log | head -40; exit 1; }
-	(cd tuner && timeout 70 $R/.gpubin/tuner.test -test.run 'TestPlanted' -test.v > $OUT/ttest.log 2>&1; echo "tuner.test exit $?"; grep "^--- \|^PASS\|^FAIL\|same-bytes" $OUT/ttest.log | head -6)
+	(cd tuner && timeout 150 $R/.gpubin/tuner.test -test.run 'TestPlanted|TestChainOnGPU' -test.v > $OUT/ttest.log 2>&1; echo "tuner.test exit $?"; grep "^--- \|^PASS\|^FAIL\|same-bytes" $OUT/ttest.log | head -6)
 	;;
 tune)
 	t0=$(date +%s)

@@ -17,7 +17,7 @@ import (
 // write, or the device did not overlap the two kernels and the check
 // proves nothing.
 const lateSrc = `
-extern "C" __global__ void lateWrite(const float* src, float* dst, int n, unsigned long long delay) {
+extern "C" __global__ void lateWrite(const float* src, float* dst, int n, unsigned int delay) {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
@@ -111,7 +111,7 @@ func (lx *lateX) chain(ctx *gpu.Ctx, c *gpuCase, fn gpu.Function, l variants.Lau
 	if err := ctx.WaitStream(0, 10*time.Second); err != nil {
 		return err
 	}
-	wa, err := gpu.NewArgs(lx.src, c.x, int32(n), uint64(lateDelay.Nanoseconds()))
+	wa, err := lateWriteArgs(lx.src, c.x, n)
 	if err != nil {
 		return err
 	}
@@ -123,6 +123,12 @@ func (lx *lateX) chain(ctx *gpu.Ctx, c *gpuCase, fn gpu.Function, l variants.Lau
 		return err
 	}
 	return ctx.WaitStream(lx.stream, 10*time.Second)
+}
+
+// lateWriteArgs are lateWrite's arguments: copy n floats from src to dst
+// lateDelay after it starts (nanoseconds, a 32-bit kernel argument).
+func lateWriteArgs(src, dst gpu.DevPtr, n int) (*gpu.Args, error) {
+	return gpu.NewArgs(src, dst, int32(n), uint32(lateDelay.Nanoseconds()))
 }
 
 // controlSeesDecoy runs the control kernel in the chain and reports
@@ -226,5 +232,17 @@ func TestLateXOnGPU(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// TestLateWriteArgs runs without a GPU: the late-x check's launch
+// arguments are of types a kernel launch takes.
+func TestLateWriteArgs(t *testing.T) {
+	a, err := lateWriteArgs(1, 2, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Len() != 4 {
+		t.Fatalf("lateWrite takes 4 arguments, got %d", a.Len())
 	}
 }

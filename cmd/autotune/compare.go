@@ -77,7 +77,13 @@ type decisionKey struct {
 	job  tuner.Job
 }
 
-// writeComparison prints one line per job present in both runs.
+// writeComparison prints one line per job present in both runs. Where the
+// winners differ, the verdict is "equivalent" when their medians are
+// closer than either's interval; "runs disagree" when each run timed both
+// picks and ranks its own ahead with the intervals apart (the two runs'
+// spread, not the search, separates them: the same kernel measured
+// differently in the two runs); otherwise how much faster or slower B's
+// pick is, measured in A where A timed it.
 func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 	inB := map[decisionKey]tuner.Decision{}
 	for _, d := range b {
@@ -87,7 +93,7 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 	fmt.Fprintln(tw, "ARCH\tFORMAT\tSHAPE\tA WINNER\tA µs [95% CI]\tB WINNER\tB µs [95% CI]\tB's WINNER IN A\tVERDICT\tB vs A PER CEILING\tPER READ")
 	var worst float64
 	n := 0
-	var tally struct{ same, equivalent, faster, within2, behind int }
+	var tally struct{ same, equivalent, disagree, faster, within2, behind int }
 	var changed []string // formats whose kernel sources differ
 	seen := map[string]bool{}
 	for _, da := range a {
@@ -97,6 +103,7 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 		}
 		n++
 		bInA, found := candidate(da, db.Winner.ID)
+		aInB, foundInB := candidate(db, da.Winner.ID)
 		verdict := "same"
 		inA := "-"
 		if found {
@@ -115,6 +122,9 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 			case abs(db.Winner.MedianUS-da.Winner.MedianUS) < max(da.Winner.HiUS-da.Winner.LoUS, db.Winner.HiUS-db.Winner.LoUS):
 				verdict = fmt.Sprintf("equivalent: %+.1f %% (spread %.1f %%)", 100*gap, 100*spread)
 				tally.equivalent++
+			case found && foundInB && gap > 0 && bInA.LoUS > da.Winner.HiUS && aInB.LoUS > db.Winner.HiUS:
+				verdict = fmt.Sprintf("runs disagree: A has B's pick %+.1f %%, B has A's %+.1f %%", 100*gap, 100*(aInB.MedianUS/db.Winner.MedianUS-1))
+				tally.disagree++
 			case gap < 0:
 				verdict = fmt.Sprintf("%.1f %% faster", -100*gap)
 				tally.faster++
@@ -146,8 +156,8 @@ func writeComparison(w io.Writer, a, b []tuner.Decision) error {
 	if _, err := fmt.Fprintf(w, "%d jobs in both runs; B's winners are at most %.1f %% slower than A's (measured in A where A timed them)\n", n, 100*worst); err != nil {
 		return err
 	}
-	if _, err := fmt.Fprintf(w, "B's winners: %d the same, %d equivalent, %d faster, %d slower by 2 %% or less, %d slower by more than 2 %%\n",
-		tally.same, tally.equivalent, tally.faster, tally.within2, tally.behind); err != nil {
+	if _, err := fmt.Fprintf(w, "B's winners: %d the same, %d equivalent, %d where the runs disagree, %d faster, %d slower by 2 %% or less, %d slower by more than 2 %%\n",
+		tally.same, tally.equivalent, tally.disagree, tally.faster, tally.within2, tally.behind); err != nil {
 		return err
 	}
 	for _, r := range []struct {

@@ -22,12 +22,15 @@ func TestCompare(t *testing.T) {
 		{Arch: "sm_90", Job: job("q8_0"), Winner: cand("r2f0u1s0w8", 10, 9.9, 10.1), Candidates: []tuner.Candidate{cand("r4f0u1s0w8", 11, 10.9, 11.1)}},
 		{Arch: "sm_90", Job: job("bf16"), Winner: cand("r1f0u2s0w8", 10, 9.8, 10.2)},
 		{Arch: "sm_90", Job: job("q4_K"), Winner: cand("r1f0u1s1w8", 10, 9.9, 10.1)},
+		{Arch: "sm_90", Job: job("q6_K"), Winner: cand("r1f0u1s3w8", 10, 9.95, 10.05), Candidates: []tuner.Candidate{cand("r1f0u2s3w8", 10.4, 10.35, 10.45)}},
 	}
 	b := []tuner.Decision{
 		{Arch: "sm_90", Job: job("q4_0"), Winner: cand("r2f0u1s0w8", 10.05, 9.9, 10.1), Batches: 100, ExhaustiveBatches: 400},
 		{Arch: "sm_90", Job: job("q8_0"), Winner: cand("r4f0u1s0w8", 10.5, 10.4, 10.6), Batches: 50, ExhaustiveBatches: 200},
 		{Arch: "sm_90", Job: job("bf16"), Winner: cand("r1f0u4s0w8", 10.1, 9.9, 10.3)},
 		{Arch: "sm_90", Job: job("q4_K"), Winner: cand("r1f0u2s2w8", 8.5, 8.4, 8.6)}, // not timed in A
+		// Each run times both picks and has its own ahead, intervals apart.
+		{Arch: "sm_90", Job: job("q6_K"), Winner: cand("r1f0u2s3w8", 10.2, 10.15, 10.25), Candidates: []tuner.Candidate{cand("r1f0u1s3w8", 10.7, 10.65, 10.75)}},
 	}
 	dir := t.TempDir()
 	write := func(name string, ds []tuner.Decision) string {
@@ -53,8 +56,9 @@ func TestCompare(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := out.String()
-	for _, want := range []string{"same", "10.0 % slower", "15.0 % faster", "equivalent", "4 jobs in both runs", "at most 10.0 %",
-		"B's winners: 1 the same, 1 equivalent, 1 faster, 0 slower by 2 % or less, 1 slower by more than 2 %",
+	for _, want := range []string{"same", "10.0 % slower", "15.0 % faster", "equivalent", "5 jobs in both runs", "at most 10.0 %",
+		"runs disagree: A has B's pick +4.0 %, B has A's +4.9 %",
+		"B's winners: 1 the same, 1 equivalent, 1 where the runs disagree, 1 faster, 0 slower by 2 % or less, 1 slower by more than 2 %",
 		"B timed 150 batches in 2 jobs: 25.0 % of the 600 exhaustive search would have timed"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
