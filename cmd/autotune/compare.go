@@ -24,7 +24,9 @@ Compares two runs' decisions (the output of autotune --json) per (arch,
 format, shape). For each it prints both winners with their medians and 95 %
 intervals, and how B's winner measured inside run A, where every candidate
 was timed: "same" (one winner), "equivalent" (the medians differ by less
-than the runs' spread), or the gap in %. Use it to check that two runs
+than the runs' spread), "runs disagree" (each run timed both winners and
+ranks its own ahead, intervals apart: the runs measured a kernel
+differently), or the gap in %. Use it to check that two runs
 agree, or how far a budgeted run (--budget, B) lands from an exhaustive one
 (A). Closing lines count the verdicts and, for runs that record them, the
 timed batches against what exhaustive search would have timed.
