@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/gemvtune/gemvtune/space"
 )
@@ -61,11 +62,11 @@ func priorKey(id string) string {
 
 // formatPrior is the prior of a format's rows×cols job from the shapes
 // measured so far (by format): the format's own, or, before its first
-// job, every other format's. Families share their knobs' meaning, so the
-// other formats' best (the staging, the warps, one wave of row groups)
-// orders a first screen better than a spread over the space does
-// (docs/tuner.md); the race's exploration share still measures what the
-// prior ranks low.
+// job, every other format's, matched across layouts (acrossLayouts). Families
+// share their knobs' meaning, so the other formats' best (the staging, the
+// warps, one wave of row groups) orders a first screen better than a
+// spread over the space does (docs/tuner.md); the race's exploration
+// share still measures what the prior ranks low.
 func formatPrior(priors map[string][]PriorShape, format string, rows, cols int) map[string]float64 {
 	if own := priors[format]; len(own) > 0 {
 		return priorFor(rows, cols, own)
@@ -76,11 +77,52 @@ func formatPrior(priors map[string][]PriorShape, format string, rows, cols int) 
 			others = append(others, priors[f]...)
 		}
 	}
-	return priorFor(rows, cols, others)
+	return acrossLayouts(priorFor(rows, cols, others))
 }
 
-// priorFor is the prior of a rows×cols job from earlier jobs of its format:
-// per candidate (by priorKey), the weighted geometric mean of its relative medians there,
+// acrossLayouts is the prior of other formats' results for this one: each
+// variant's value is the best any layout of it has, under the key of
+// every layout. Layouts are each family's own (q4_0's bulk-copy tiles are
+// l=2, q4_K's l=1), so between formats a variant is matched by its other
+// knobs: matched by ID instead, q4_K's first job took q8_0's l=1 results
+// (staged rings, s=2) for its own l=1 candidates and screened its
+// bulk-copy ones (s=3, q4_0's best, as l=2) last.
+func acrossLayouts(prior map[string]float64) map[string]float64 {
+	type variant struct {
+		p       space.Params // with l = 0
+		grouped bool         // the key of a variant with g (priorKey)
+	}
+	best := map[variant]float64{}
+	for k, val := range prior {
+		id, grouped := strings.CutSuffix(k, "g")
+		p, err := space.Parse(id)
+		if err != nil {
+			continue
+		}
+		p.L = 0
+		v := variant{p, grouped}
+		if b, ok := best[v]; !ok || val < b {
+			best[v] = val
+		}
+	}
+	layout, _ := space.KnobByLetter("l")
+	out := make(map[string]float64, len(best)*len(layout.Values))
+	for v, val := range best {
+		for _, l := range layout.Values {
+			p := v.p
+			p.L = l
+			k := p.ID()
+			if v.grouped {
+				k += "g"
+			}
+			out[k] = val
+		}
+	}
+	return out
+}
+
+// priorFor is the prior of a rows×cols job from earlier jobs: per
+// candidate (by priorKey), the weighted geometric mean of its relative medians there,
 // each shape weighted by how close its size is (exp(-|ln(size ratio)|): a
 // shape twice as large counts half), since the best variants of a small
 // GEMV and of a DRAM-bound one differ. nil without earlier jobs.

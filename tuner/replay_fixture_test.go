@@ -33,10 +33,10 @@ type replayCandidate struct {
 }
 
 // replayFixtures are the compacted exhaustive runs the replay evaluation
-// reads (tuner/testdata, docs/tuner.md): run5, run13, run18 and run24 of
-// docs/data.md, llama-3-8b on the H200 in four spaces (run24: eight
-// formats).
-var replayFixtures = []string{"run5", "run13", "run18", "run24"}
+// reads (tuner/testdata, docs/tuner.md): run5, run13, run18, run24 and
+// run26 of docs/data.md, llama-3-8b on the H200 in five spaces (run24 and
+// run26: eight formats; run26: the kernels of 2026-12-02).
+var replayFixtures = []string{"run5", "run13", "run18", "run24", "run26"}
 
 func loadReplay(t testing.TB, name string) []replayJob {
 	t.Helper()

@@ -204,3 +204,34 @@ func TestPriorFor(t *testing.T) {
 		t.Error("a prior without earlier jobs")
 	}
 }
+
+func TestFormatPrior(t *testing.T) {
+	priors := map[string][]PriorShape{
+		"q4_0": {PriorFromCandidates(4096, 4096, map[string]float64{
+			"r1f0u2s3w16l2a1": 10, "r1f0u2s2w8l1a1": 13, "r1f0u2s2w8l2a1": 12, "r1f0u1s3w16g7l2a1": 11})},
+		"q8_0": {PriorFromCandidates(4096, 4096, map[string]float64{"r1f0u2s2w8l1a1": 10, "r1f0u2s3w16l1a1": 14})},
+	}
+	own := formatPrior(priors, "q4_0", 4096, 4096)
+	cross := formatPrior(priors, "q4_K", 4096, 4096)
+	for _, tt := range []struct {
+		name  string
+		prior map[string]float64
+		id    string
+		want  float64 // 0: absent
+	}{
+		{"own format: as measured", own, "r1f0u2s3w16l2a1", 1},
+		{"own format: no other layout", own, "r1f0u2s3w16l1a1", 0},
+		{"own format: g-twins", own, "r1f0u1s3w16g2l2a1", 1.1},
+		// Other formats: per ID the geometric mean over q4_0 and q8_0,
+		// then for every layout of a variant the best of its layouts.
+		{"other formats: the best layout's", cross, "r1f0u2s3w16l1a1", 1},
+		{"other formats: raw layout too", cross, "r1f0u2s3w16a1", 1},
+		{"other formats: mean over formats", cross, "r1f0u2s2w8l2a1", math.Sqrt(1.3 * 1.0)},
+		{"other formats: g-twins", cross, "r1f0u1s3w16g2l1a1", 1.1},
+	} {
+		got := tt.prior[priorKey(tt.id)]
+		if math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("%s: prior of %s = %v, want %v", tt.name, tt.id, got, tt.want)
+		}
+	}
+}
