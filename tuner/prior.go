@@ -84,9 +84,8 @@ func formatPrior(priors map[string][]PriorShape, format string, rows, cols int) 
 // variant's value is the best any layout of it has, under the key of
 // every layout. Layouts are each family's own (q4_0's bulk-copy tiles are
 // l=2, q4_K's l=1), so between formats a variant is matched by its other
-// knobs: matched by ID instead, q4_K's first job took q8_0's l=1 results
-// (staged rings, s=2) for its own l=1 candidates and screened its
-// bulk-copy ones (s=3, q4_0's best, as l=2) last.
+// knobs; by ID, q4_K's bulk-copy candidates would find none of q4_0's
+// bulk-copy results and its staged-ring ones all of q8_0's.
 func acrossLayouts(prior map[string]float64) map[string]float64 {
 	type variant struct {
 		p       space.Params // with l = 0
