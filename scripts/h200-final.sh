@@ -35,6 +35,11 @@
 #           attention, no NCCL) from .peer/ggml.tar.gz (scripts/ggml-extract.sh), with the MUL_MAT
 #           perf cases at those four shapes, and runs them for n=1:
 #           $OUT/ggml.txt
+#   profile Nsight Compute counters (scripts/ncu-profile.sh) of the thin
+#           grid's q5_K winner at 4096x14336 and of the same bytes as
+#           14336x4096, with their same-bytes reads: where the down shape
+#           loses its 10-20 % of the read (docs/results.md, "2026-12-02"):
+#           $OUT/ncu_*.txt
 #   gguf    `autotune --gguf` of the Q4_K_M and Q5_K_M test files that
 #           `mkdir -p .gpubin/gguf && GEMV_WRITE_GGUF=$PWD/.gpubin/gguf go
 #           test ./cmd/autotune -run TestGGUFFileTypes` wrote (every
@@ -107,6 +112,13 @@ ggml)
 	echo "ggml build exit $rc wall $(( $(date +%s) - t0 )) s"; [ $rc -eq 0 ] || { tail -20 $OUT/ggml_build.log; tail -5 $OUT/ggml_cmake.log; exit 1; }
 	(cd /tmp/ggml/build && timeout 200 ./bin/test-backend-ops perf -o MUL_MAT -b CUDA0 -p 'type_a=(q4_0|q8_0|q4_K|q5_K|q6_K|bf16|f16),type_b=f32,m=[0-9]+,n=1,' > $OUT/ggml.txt 2>&1); echo "ggml perf exit $?"
 	grep -E "MUL_MAT" $OUT/ggml.txt | head -40
+	;;
+profile)
+	for c in "r1f0u1s3w16g2l1a1 4096x14336 down" "r1f0u4s3w8g7l1a1 14336x4096 wide"; do
+		read -r id shape name <<<"$c"
+		scripts/ncu-profile.sh "$A" q5_K "$id" "$shape" "q5K_$name"
+		KERNEL=read_ceiling SKIP=84 LAUNCHES=1 scripts/ncu-profile.sh "$A" q5_K "$id" "$shape" "q5K_${name}_read"
+	done
 	;;
 gguf)
 	for ft in Q4_K_M Q5_K_M; do
