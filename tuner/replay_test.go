@@ -49,18 +49,14 @@ func (r *sampleReplay) measure(ids []string, rounds int) (map[string][]float64, 
 type replayStrategy struct {
 	name  string
 	share float64 // of the job's exhaustive batches; 0: exhaustive
-	run   func(m measurer, in searchInput) (stageResult, error)
+	run   strategy
 }
 
 var replayStrategies = []replayStrategy{
-	{"exhaustive", 0, func(m measurer, in searchInput) (stageResult, error) {
-		return exhaustive(m, in.ids, in.stock, in.groupOf)
-	}},
-	{"halving 25%", 0.25, func(m measurer, in searchInput) (stageResult, error) {
-		return halving(m, in.ids, in.stock, in.budget, in.groupOf)
-	}},
-	{"race 25%", 0.25, race},
-	{"race 15%", 0.15, race},
+	{"exhaustive", 0, strategies["exhaustive"]},
+	{"halving 25%", 0.25, strategies["halving"]},
+	{"race 25%", 0.25, strategies["race"]},
+	{"race 15%", 0.15, strategies["race"]},
 }
 
 // replayScore is how a strategy did on a fixture.

@@ -2,7 +2,9 @@ package tuner
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -43,8 +45,8 @@ var strategies = map[string]strategy{
 	"race": race,
 }
 
-// SearchNames lists the strategies Options.Search accepts.
-func SearchNames() []string { return []string{"exhaustive", "halving", "race"} }
+// SearchNames lists the strategies Options.Search accepts, sorted.
+func SearchNames() []string { return slices.Sorted(maps.Keys(strategies)) }
 
 // jobPlan is how one job is searched: the strategy, its budget and prior.
 type jobPlan struct {

@@ -228,9 +228,11 @@ func dryRun(f tuneFlags, jobs []tuner.Job, stdout io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("planning for %s: %w", arch, err)
 		}
-		plan, err := planFn(arch, jobs, batches)
+		var plan []tuner.PlanEntry
 		if share > 0 {
 			plan, err = sharePlanFn(arch, jobs, share)
+		} else {
+			plan, err = planFn(arch, jobs, batches)
 		}
 		if err != nil {
 			return fmt.Errorf("planning for %s: %w", arch, err)
