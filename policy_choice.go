@@ -50,17 +50,22 @@ type Choice struct {
 	// (sm_90 and newer: it calls griddepcontrol.wait before it reads x or
 	// writes y, and griddepcontrol.launch_dependents after its last rows).
 	// An engine may then launch it with cuLaunchKernelEx and
-	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, so its launch
-	// overlaps the end of the kernel before it; launched plainly it runs as
-	// any kernel. Whether that pays differs per variant, shape and chain:
-	// `autotune bench` prints the time in a chain of the winner's own PDL
-	// launches (PDL µs; Evidence.PDLUS, the record's pdl_us) and `autotune
-	// bench --chain` a model's whole token with and without PDL edges.
+	// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, with
+	// PDLSharedBytes of dynamic shared memory, so its launch overlaps the
+	// end of the kernel before it; launched plainly it runs as any kernel.
+	// PDLPays says whether the tuner recorded the winner in that mode.
 	PDL bool
 	// Launch is the grid, block and dynamic shared memory to launch the
 	// kernel (KernelEntry) with for the looked-up shape; NeedsSharedOptIn
 	// says when the shared memory needs the function's limit raised.
 	Launch variants.Launch
+	// PDLSharedBytes is the dynamic shared memory to launch with when
+	// launching with PDL: Launch.SharedBytes, or more for a tuned winner
+	// whose grid an SM would otherwise take an uneven share of (an SM the
+	// kernel before frees early takes as many blocks as fit; docs/kernels.md,
+	// "Programmatic dependent launch"). PDLNeedsSharedOptIn says when it
+	// needs the function's limit raised.
+	PDLSharedBytes uint32
 	// ErrorBound is the relative L2 error against the float64 reference
 	// that the variant was verified within; exact-class variants are also
 	// bit-identical to stock.
@@ -78,10 +83,18 @@ type Evidence struct {
 	Speedup    float64 // over stock (1 when stock was kept)
 	P          float64 // Mann–Whitney U p-value vs stock
 	// PDLUS is the winner's µs per launch in a chain of its own launches
-	// with programmatic dependent launch (Choice.PDL), 0 when not measured
-	// (older records, below sm_90, exact alternatives). Launching that way
-	// paid on the H200 where it was below MedianUS, and not elsewhere.
-	PDLUS      float64
+	// with programmatic dependent launch (Choice.PDL, with PDLShared bytes
+	// of shared memory), 0 when not measured (older records, below sm_90,
+	// exact alternatives).
+	PDLUS float64
+	// PDLShared is the dynamic shared memory of those launches at the
+	// tuned shape (Choice.PDLSharedBytes for a tuned choice); 0 when not
+	// measured.
+	PDLShared int
+	// LaunchPDL is the launch mode the winner was recorded in: its PDL
+	// chain was faster than a chain of its plain launches timed in the
+	// same rounds, beyond both intervals.
+	LaunchPDL  bool
 	GPUName    string    // GPU it was measured on
 	Time       time.Time // when
 	TunedShape string    // the shape measured, e.g. "4096x14336"

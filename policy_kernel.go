@@ -35,14 +35,19 @@ func (e envError) Unwrap() []error { return []error{e.err, ErrInvalidEnv} }
 // memory than a kernel gets by default (DefaultSharedLimit).
 func (c Choice) NeedsSharedOptIn() bool { return c.Launch.SharedBytes > DefaultSharedLimit }
 
-// PDLPays reports whether a chain of this kernel's own PDL launches was
-// measured faster than plain launches for this choice's record
-// (Evidence.PDLUS below Evidence.MedianUS). False without evidence. It
-// says nothing of a whole token, whose kernels differ: on the H200 most
-// winners pay alone while a tuned token is slower with PDL edges;
-// `autotune bench --chain` says which way a model's token is faster.
+// PDLNeedsSharedOptIn reports whether a PDL launch (PDLSharedBytes) uses
+// more dynamic shared memory than a kernel gets by default.
+func (c Choice) PDLNeedsSharedOptIn() bool { return c.PDLSharedBytes > DefaultSharedLimit }
+
+// PDLPays reports whether the tuner recorded this choice's winner in PDL
+// launch mode for exactly this shape (Evidence.LaunchPDL): a chain of its
+// PDL launches, with PDLSharedBytes of shared memory, was faster than a
+// chain of its plain launches timed in the same rounds. False for every
+// other source and without evidence. A whole token's answer is `autotune
+// bench --chain`'s, which launches each tuned kernel the way the choices
+// say.
 func (c Choice) PDLPays() bool {
-	return c.PDL && c.Evidence != nil && c.Evidence.PDLUS > 0 && c.Evidence.PDLUS < c.Evidence.MedianUS
+	return c.PDL && c.Source == SourceTuned && c.Evidence != nil && c.Evidence.LaunchPDL
 }
 
 // KernelSource is the complete CUDA source of one variant and how to

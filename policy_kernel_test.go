@@ -12,29 +12,42 @@ import (
 )
 
 // TestPDLPaysUnderRollback follows docs/user-guide.md's PDL advice with the
-// documented rollback: no evidence, no PDL, no panic.
+// documented rollback: the recorded launch mode and its pinned shared
+// memory hold for the tuned shape only; a nearest shape (another grid),
+// a forced variant or a disabled tuner get plain launches and the
+// launch's own shared memory, and no panic.
 func TestPDLPaysUnderRollback(t *testing.T) {
-	r := rec(t, "sm_90", "q4_0", 4096, 4096, "r2f0u2s1w8", cache.ClassExact)
-	r.PDLUS = r.MedianUS - 1
+	const pinned = 117 << 10
+	r := rec(t, "sm_90", "q4_0", 4096, 4096, "r2f0u2s3w16g2l2a1", cache.ClassTolerance)
+	r.PDLUS, r.LaunchPDL, r.PDLShared = r.MedianUS-1, true, pinned
 	path := writeCache(t, r)
 	for _, tc := range []struct {
-		env  map[string]string
-		pays bool
+		env    map[string]string
+		rows   int
+		pays   bool
+		shared uint32 // 0: the launch's own
 	}{
-		{nil, true},
-		{map[string]string{"GEMV_FORCE_VARIANT": "v1"}, false},
-		{map[string]string{"GEMV_TUNE_DISABLE": "1"}, false},
+		{nil, 4096, true, pinned},
+		{nil, 4000, false, 0},
+		{map[string]string{"GEMV_FORCE_VARIANT": "v1"}, 4096, false, 0},
+		{map[string]string{"GEMV_FORCE_VARIANT": "r2f0u2s3w16g2l2a1"}, 4096, false, 0},
+		{map[string]string{"GEMV_TUNE_DISABLE": "1"}, 4096, false, 0},
 	} {
 		pol, err := gemvtune.Open(&gemvtune.Options{CachePath: path, LookupEnv: env(tc.env)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := pol.Lookup("sm_90", "q4_0", 4096, 4096)
+		c, err := pol.Lookup("sm_90", "q4_0", tc.rows, 4096)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.PDLPays() != tc.pays {
-			t.Errorf("%v: PDLPays %v, want %v (%s)", tc.env, c.PDLPays(), tc.pays, c.Reason)
+		want := tc.shared
+		if want == 0 {
+			want = c.Launch.SharedBytes
+		}
+		if c.PDLPays() != tc.pays || c.PDLSharedBytes != want || c.PDLNeedsSharedOptIn() != (want > 48<<10) {
+			t.Errorf("%v %d rows: PDLPays %v, PDL shared %d (opt-in %v); want %v, %d (%s)", tc.env, tc.rows,
+				c.PDLPays(), c.PDLSharedBytes, c.PDLNeedsSharedOptIn(), tc.pays, want, c.Reason)
 		}
 	}
 }

@@ -107,6 +107,11 @@ func (p *Policy) lookup(arch, model, format string, rows, cols int) (Choice, err
 		c.PDL = a.Major >= 9 // every family's kernel calls griddepcontrol there
 		fam := p.families[format].fam
 		c.Launch = fam.Launch(c.Params, rows, cols)
+		c.PDLSharedBytes = c.Launch.SharedBytes
+		if e := c.Evidence; c.PDL && c.Source == SourceTuned && e != nil && e.PDLShared > 0 {
+			// Measured at exactly this shape, so for exactly this grid.
+			c.PDLSharedBytes = max(c.Launch.SharedBytes, uint32(e.PDLShared))
+		}
 		c.ErrorBound = fam.ErrorBound(c.Params)
 	}
 	return c, err
@@ -472,7 +477,8 @@ func (p *Policy) fromSummary(g *group, s *cache.Summary, source, reason string) 
 		ID: id, Params: s.Params, Class: s.Class, Source: source, Reason: reason,
 		Layout: s.Params.L, Cubin: p.groupCubin(g, s.Params),
 		Evidence: &Evidence{MedianUS: s.MedianUS, GBs: s.GBs, PctCeiling: s.PctCeiling, Speedup: s.Speedup,
-			P: s.P, PDLUS: s.PDLUS, GPUName: s.GPUName, Time: s.Time, TunedShape: s.Shape().String()},
+			P: s.P, PDLUS: s.PDLUS, PDLShared: s.PDLShared, LaunchPDL: s.LaunchPDL, GPUName: s.GPUName, Time: s.Time,
+			TunedShape: s.Shape().String()},
 	}
 }
 

@@ -26,7 +26,7 @@ func testRecord(rng *rand.Rand, arch, gpu, format string, rows, cols int) Record
 		Key: Key{Arch: arch, Format: format, Rows: rows, Cols: cols}, WinnerID: p.ID(), Params: p, Layout: p.L, Class: ClassTolerance, Schema: SchemaVersion,
 		Decision: p.ID() + fmt.Sprintf(": +%.1f %% over v1", 10*rng.Float64()), MedianUS: 1 + rng.Float64(),
 		GBs: 4000 * rng.Float64(), PctCeiling: 90 * rng.Float64(), Speedup: 1 + rng.Float64(), P: rng.Float64() / 100,
-		PDLUS: rng.Float64(), GPUName: gpu, SourceHash: "0123abcd", ToolVersion: ToolVersion,
+		PDLUS: rng.Float64(), PDLShared: rng.IntN(1 << 17), LaunchPDL: rng.IntN(2) == 0, GPUName: gpu, SourceHash: "0123abcd", ToolVersion: ToolVersion,
 		Time: time.Date(2026, 11, 1+rng.IntN(28), 1, 2, 3, rng.IntN(1e9), time.UTC), Throttled: rng.IntN(2) == 0,
 	}
 	if rng.IntN(2) == 0 {

@@ -51,7 +51,16 @@ type Record struct {
 	// PDLUS is the winner's median µs per launch in a chain of its own
 	// launches with programmatic dependent launch (sm_90+; Choice.PDL).
 	// 0 when not measured; optional in schema 1, like ReadUS.
-	PDLUS         float64 `json:"pdl_us,omitempty"`
+	PDLUS float64 `json:"pdl_us,omitempty"`
+	// PDLShared is the dynamic shared memory of those PDL launches: the
+	// launch's own, or more where that keeps an SM from taking more than
+	// the grid's even share of blocks (docs/kernels.md, "Programmatic
+	// dependent launch"). 0 when not measured.
+	PDLShared int `json:"pdl_shared_bytes,omitempty"`
+	// LaunchPDL is the launch mode the winner was recorded in: true when
+	// its PDL chain (with PDLShared) was faster than a chain of its plain
+	// launches timed in the same rounds, beyond both intervals.
+	LaunchPDL     bool    `json:"launch_pdl,omitempty"`
 	StockMedianUS float64 `json:"stock_median_us"` // stock's median
 	StockGBs      float64 `json:"stock_gbs"`       // stock's GB/s
 	Speedup       float64 `json:"speedup"`         // stock median / winner median (1 when stock kept)

@@ -30,6 +30,10 @@ type Summary struct {
 	// PDLUS is the winner's µs per launch in a chain of programmatic
 	// dependent launches (Record.PDLUS); 0 when not measured.
 	PDLUS float64
+	// PDLShared and LaunchPDL are the record's (Record.PDLShared,
+	// Record.LaunchPDL).
+	PDLShared int
+	LaunchPDL bool
 	// Exact is the record's exact alternative (Record.Exact); its Present
 	// is false when there is none.
 	Exact ExactSummary
@@ -57,6 +61,7 @@ func (r Record) Summary() Summary {
 		Key: r.Key, Schema: r.Schema, Params: r.Params, Class: r.Class, Decision: r.Decision,
 		MedianUS: r.MedianUS, GBs: r.GBs, PctCeiling: r.PctCeiling, Speedup: r.Speedup, P: r.P,
 		Throttled: r.Throttled, Time: r.Time, GPUName: r.GPUName, SourceHash: r.SourceHash, PDLUS: r.PDLUS,
+		PDLShared: r.PDLShared, LaunchPDL: r.LaunchPDL,
 		ToolVersion: r.ToolVersion, CubinHash: r.CubinHash, Exact: r.Exact.summary(),
 	}
 }

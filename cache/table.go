@@ -22,7 +22,7 @@ import (
 // per summary and one per exact alternative; and a CRC-32C (Castagnoli) of
 // all of it. Little-endian:
 //
-//	"GTIX", u32 record count n, u32 alternative count m, u32 string count s
+//	"GTI2", u32 record count n, u32 alternative count m, u32 string count s
 //	s times: u32 length, bytes
 //	u32 text length, text (every decision)
 //	n records of recSize bytes (offsets rArch ... rTime below), in index order
@@ -35,7 +35,7 @@ import (
 // good index again.
 var (
 	keyIndex   = []byte("index")
-	indexMagic = []byte("GTIX")
+	indexMagic = []byte("GTI2")
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
 
@@ -49,7 +49,7 @@ const (
 	rCols    = 16 // u32
 	rSchema  = 20 // u16
 	rParams  = 22 // 8 × u8: R, F, U, S, W, G, L, A
-	rFlags   = 30 // u8: recTolerance, recThrottled, recExact
+	rFlags   = 30 // u8: recTolerance, recThrottled, recExact, recLaunchPDL
 	rGPU     = 32 // u32
 	rSource  = 36 // u32
 	rTool    = 40 // u32
@@ -58,7 +58,8 @@ const (
 	rDecLen  = 52 // u32
 	rFig     = 56 // 6 × f64: median µs, GB/s, % of ceiling, speedup, p, PDL µs
 	rTime    = 104
-	recSize  = 112
+	rPDLSh   = 112 // u32: the PDL launches' dynamic shared memory
+	recSize  = 120
 	aRec     = 0  // u32: the record it belongs to
 	aParams  = 4  // 8 × u8
 	aFlags   = 12 // u8: altKept
@@ -75,7 +76,8 @@ const (
 const (
 	recTolerance = 1 << iota // class tolerance (else exact)
 	recThrottled
-	recExact // the record has an exact alternative
+	recExact     // the record has an exact alternative
+	recLaunchPDL // the winner is recorded in PDL launch mode (Record.LaunchPDL)
 )
 
 // Table is every readable summary of a cache in a compact, read-only form
@@ -244,6 +246,7 @@ func (t *Table) Summary(i int) Summary {
 		Decision: t.text[le.Uint32(r[rDecOff:]) : le.Uint32(r[rDecOff:])+le.Uint32(r[rDecLen:])],
 		MedianUS: fig(r[rFig:], 0), GBs: fig(r[rFig:], 1), PctCeiling: fig(r[rFig:], 2),
 		Speedup: fig(r[rFig:], 3), P: fig(r[rFig:], 4), PDLUS: fig(r[rFig:], 5),
+		PDLShared: int(le.Uint32(r[rPDLSh:])), LaunchPDL: r[rFlags]&recLaunchPDL != 0,
 		Throttled:   r[rFlags]&recThrottled != 0,
 		GPUName:     t.strs[le.Uint32(r[rGPU:])],
 		SourceHash:  t.strs[le.Uint32(r[rSource:])],
@@ -327,6 +330,10 @@ func encodeTable(sums []Summary) []byte {
 		if s.Throttled {
 			r[rFlags] |= recThrottled
 		}
+		if s.LaunchPDL {
+			r[rFlags] |= recLaunchPDL
+		}
+		le.PutUint32(r[rPDLSh:], uint32(max(s.PDLShared, 0)))
 		le.PutUint32(r[rGPU:], ref(s.GPUName))
 		le.PutUint32(r[rSource:], ref(s.SourceHash))
 		le.PutUint32(r[rTool:], ref(s.ToolVersion))
@@ -455,7 +462,7 @@ func (t *Table) check(m int) error {
 		rows, cols := le.Uint32(r[rRows:]), le.Uint32(r[rCols:])
 		p := paramsOf(r[rParams:])
 		if !name(0, refs[0], validArch) || !name(1, refs[1], validModel) || !name(2, refs[2], validFormatName) ||
-			rows-1 >= space.MaxDim || cols-1 >= space.MaxDim || r[rFlags]&^(recTolerance|recThrottled|recExact) != 0 ||
+			rows-1 >= space.MaxDim || cols-1 >= space.MaxDim || r[rFlags]&^(recTolerance|recThrottled|recExact|recLaunchPDL) != 0 ||
 			uint64(le.Uint32(r[rDecOff:]))+uint64(le.Uint32(r[rDecLen:])) > text || !figsOK(r[rFig:], 6) ||
 			p.Validate() != nil {
 			return fmt.Errorf("%w: record %d does not check out", errIndex, i)

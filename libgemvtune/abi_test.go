@@ -114,10 +114,11 @@ func canonical(st int, errText string, format string, c gemvtune.Choice) string 
 	}
 	line += fmt.Sprintf("|%d|%s|%s|%s|%s|%s|%s|%s|%s|", i(c.Evidence != nil), b(e.MedianUS), b(e.GBs),
 		b(e.PctCeiling), b(e.Speedup), b(e.P), b(e.PDLUS), e.GPUName, e.TunedShape)
-	if e.Time.IsZero() {
-		return line + "0"
+	unix := int64(0)
+	if !e.Time.IsZero() {
+		unix = e.Time.Unix()
 	}
-	return line + fmt.Sprint(e.Time.Unix())
+	return line + fmt.Sprintf("%d|%d|%d", unix, c.PDLSharedBytes, i(c.PDLNeedsSharedOptIn()))
 }
 
 // fixture writes a cache whose records give every source of a choice, and
@@ -141,6 +142,7 @@ func fixture(t *testing.T) (good, corrupt string) {
 			WinnerID: id, Params: p, Class: class, Decision: id + ": +9.0 % over v1 (p=0.002, n=20+20)",
 			MedianUS: 17.25, LoUS: 17, HiUS: 17.5, GBs: 3890.5, PctCeiling: 87.4, CeilingGBs: 4451, StockMedianUS: 18.8,
 			StockGBs: 3570, Speedup: 1.09, P: 0.002, Samples: 20, Registers: 40, BlocksPerSM: 4, PDLUS: 16.5,
+			PDLShared: 117 << 10, LaunchPDL: true,
 			GPUName: "NVIDIA H200", GPUUUID: "GPU-0f0e", Driver: "580.159", NVRTC: "13.0",
 			SourceHash: hash(format), ToolVersion: cache.ToolVersion,
 			Time: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC),
@@ -151,7 +153,7 @@ func fixture(t *testing.T) (good, corrupt string) {
 		Class: cache.ClassExact, Decision: "r2f0u2s0w8l1: +4.0 % over v1 (p=0.01)", MedianUS: 18, GBs: 3700,
 		PctCeiling: 83, Speedup: 1.04, P: 0.01}
 	slow := rec("sm_90", "q8_0", 1024, 4096, "r1f0u2s1w16g7l1", cache.ClassExact)
-	slow.PDLUS = 40 // PDL did not pay here
+	slow.PDLUS, slow.LaunchPDL = 40, false // PDL did not pay here
 	stale := rec("sm_90", "q8_0", 14336, 4096, "r2f0u1s0w8", cache.ClassExact)
 	h100 := rec("sm_90", "q4_0", 4096, 4096, "r4f0u1s0w8", cache.ClassExact)
 	h100.GPUName = "NVIDIA H100 80GB HBM3"

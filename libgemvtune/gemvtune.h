@@ -39,7 +39,7 @@ extern "C" {
  * older one had; a new minor version only adds. gemvtune_abi_version()
  * returns the library's GEMVTUNE_ABI_VERSION. */
 #define GEMVTUNE_ABI_MAJOR 1
-#define GEMVTUNE_ABI_MINOR 0
+#define GEMVTUNE_ABI_MINOR 1
 #define GEMVTUNE_ABI_VERSION (GEMVTUNE_ABI_MAJOR * 1000 + GEMVTUNE_ABI_MINOR)
 
 /* Return codes. */
@@ -86,8 +86,8 @@ typedef struct gemvtune_choice {
     uint32_t shared_bytes;       /* dynamic shared memory of the launch */
     int32_t needs_shared_optin;  /* 1: raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to shared_bytes first */
     int32_t pdl_supported;       /* 1: may be launched with programmatic stream serialization (sm_90+) */
-    int32_t pdl_pays;            /* 1: a chain of this kernel's own PDL launches was measured faster than plain
-                                    launches; says nothing of a whole token (autotune bench --chain does) */
+    int32_t pdl_pays;            /* 1: the tuner recorded this winner, at exactly this shape, in PDL launch mode:
+                                    launch it with PDL and pdl_shared_bytes (abi 1.1; a whole token: bench --chain) */
     double error_bound;          /* relative L2 error vs the float64 reference it was verified within */
     int32_t has_evidence;        /* 1: the figures below are a tuned measurement (tuned or nearest) */
     double median_us;            /* winner's median µs per launch at the tuned shape */
@@ -99,7 +99,14 @@ typedef struct gemvtune_choice {
     const char* gpu_name;        /* GPU it was measured on, "" without evidence */
     const char* tuned_shape;     /* e.g. "4096x14336", "" without evidence */
     int64_t tuned_unix;          /* when, seconds since 1970, 0 without evidence */
+    /* abi 1.1: a struct of 1.0's size is filled up to tuned_unix. */
+    uint32_t pdl_shared_bytes;      /* dynamic shared memory of a PDL launch: shared_bytes, or more where that keeps
+                                       an SM from taking more than the grid's even share of blocks */
+    int32_t pdl_needs_shared_optin; /* 1: raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to pdl_shared_bytes */
 } gemvtune_choice;
+
+/* sizeof(gemvtune_choice) in abi 1.0, the smallest size the library fills. */
+#define GEMVTUNE_CHOICE_SIZE_1_0 offsetof(gemvtune_choice, pdl_shared_bytes)
 
 /* A variant's complete CUDA source and how to compile it. Set size to
  * sizeof(gemvtune_kernel_source) before the call. */

@@ -197,7 +197,7 @@ func outStruct(name string, isNil bool, size func() C.uint32_t, want uintptr) er
 		return argErr("out (%s*) is NULL", name)
 	}
 	if got := size(); uintptr(got) < want {
-		return argErr("%s.size is %d, want sizeof(%s) = %d", name, uint32(got), name, want)
+		return argErr("%s.size is %d, want at least %d, the sizeof(%s) of the header it was built with", name, uint32(got), want, name)
 	}
 	return nil
 }
@@ -358,7 +358,7 @@ func gemvtune_lookup(h *C.gemvtune_policy, arch, gpu, format C.gt_cstr, rows, co
 	if p, err = policyOf(h); err != nil {
 		return
 	}
-	if err = outStruct("gemvtune_choice", out == nil, func() C.uint32_t { return out.size }, unsafe.Sizeof(*out)); err != nil {
+	if err = outStruct("gemvtune_choice", out == nil, func() C.uint32_t { return out.size }, C.GEMVTUNE_CHOICE_SIZE_1_0); err != nil {
 		return
 	}
 	var a, f string
@@ -373,7 +373,12 @@ func gemvtune_lookup(h *C.gemvtune_policy, arch, gpu, format C.gt_cstr, rows, co
 		g = C.GoString((*C.char)(gpu))
 	}
 	ch, lerr := p.pol.LookupGPU(a, g, f, int(rows), int(cols)) // int is 64 bits wherever cgo builds this
-	p.fill(out, f, ch)
+	// A caller built against an older minor version passes a smaller
+	// struct: it gets the fields it knows.
+	var full C.gemvtune_choice
+	full.size = out.size
+	p.fill(&full, f, ch)
+	C.memcpy(unsafe.Pointer(out), unsafe.Pointer(&full), C.size_t(min(uintptr(out.size), unsafe.Sizeof(full))))
 	err = lerr
 	return
 }
@@ -404,6 +409,8 @@ func (p *policy) fill(out *C.gemvtune_choice, format string, ch gemvtune.Choice)
 	out.needs_shared_optin = cbool(ch.NeedsSharedOptIn())
 	out.pdl_supported = cbool(ch.PDL)
 	out.pdl_pays = cbool(ch.PDLPays())
+	out.pdl_shared_bytes = C.uint32_t(ch.PDLSharedBytes)
+	out.pdl_needs_shared_optin = cbool(ch.PDLNeedsSharedOptIn())
 	out.error_bound = C.double(ch.ErrorBound)
 	out.gpu_name = p.cstr("")
 	out.tuned_shape = out.gpu_name

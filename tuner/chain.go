@@ -22,6 +22,12 @@ type ChainStage struct {
 	Rows, Cols int
 	Params     space.Params
 	Cubin      []byte // the variant's stored cubin; nil: compiled here
+	// PDLShared is the dynamic shared memory of the stage's PDL launches
+	// (gemvtune.Choice.PDLSharedBytes); 0: the launch's own.
+	PDLShared uint32
+	// LaunchPDL is the stage's recorded launch mode
+	// (gemvtune.Choice.PDLPays).
+	LaunchPDL bool
 }
 
 // ChainOptions are how Chain runs the token.
@@ -31,6 +37,12 @@ type ChainOptions struct {
 	// outputs must be bit-identical to the plain graph's, and its timed
 	// batches alternate with the plain graph's.
 	PDL bool
+	// Recorded, with PDL, also runs the token as the stages' choices say:
+	// a PDL edge before each stage recorded in PDL launch mode, a plain
+	// one before the others. A third graph, checked and timed like the
+	// others; left out when every stage has the same mode (it would be
+	// one of the first two).
+	Recorded bool
 	// Samples is how many timed batches of tokens give each median; 0 is
 	// 21.
 	Samples int
@@ -54,6 +66,7 @@ type ChainResult struct {
 	CeilingGBs  float64      // the streaming read measured in the same run
 	ChainTiming              // launched plainly in the graph
 	PDL         *ChainTiming // with PDL edges, under ChainOptions.PDL
+	Recorded    *ChainTiming // as the stages' modes say, under ChainOptions.Recorded
 	// MaxRelErr is the largest relative L2 error of a stage's output
 	// against its float64 reference (the stage's own input x).
 	MaxRelErr float64
@@ -89,6 +102,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	defer dev.Close()
 	info := dev.Info()
 	res.GPUName = info.Name
+	opts.Recorded = opts.Recorded && opts.PDL && mixedModes(stages)
 	if opts.PDL && info.Arch.Major < 9 {
 		return res, fmt.Errorf("chain with PDL: %s is %s; programmatic dependent launch needs sm_90 or newer", info.Name, info.Arch)
 	}
@@ -205,7 +219,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			}
 			d.fn = fn
 			// The function's limit is the largest any of its stages needs.
-			if need := int(d.launch.SharedBytes); need > 48*1024 && need > shared[vk] {
+			if need := int(max(d.launch.SharedBytes, st.PDLShared)); need > 48*1024 && need > shared[vk] {
 				if err := c.SetMaxDynamicShared(fn, need); err != nil {
 					return err
 				}
@@ -246,12 +260,15 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			return err
 		}
 		defer c.DestroyStream(s)
-		modes := []bool{false}
+		modes := []chainMode{{}}
 		if opts.PDL {
-			modes = append(modes, true)
+			modes = append(modes, chainMode{pdl: true})
 		}
-		for _, pdl := range modes {
-			g, err := captureChain(c, s, stages, devs, pdl)
+		if opts.Recorded {
+			modes = append(modes, chainMode{recorded: true})
+		}
+		for _, m := range modes {
+			g, err := captureChain(c, s, stages, devs, m)
 			if err != nil {
 				return err
 			}
@@ -268,14 +285,21 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 
 	// One token, checked stage by stage against its own input; with PDL
 	// edges the same token must give the same bits.
-	var ys, pdlYs [][]float32
+	var ys [][]float32
+	var modeYs [][][]float32 // per graph after the first
 	err = dev.Do(func(c *gpu.Ctx) error {
 		var err error
-		if ys, err = runChain(c, graphs[0], stages, devs); err != nil || len(graphs) == 1 {
+		if ys, err = runChain(c, graphs[0], stages, devs); err != nil {
 			return err
 		}
-		pdlYs, err = runChain(c, graphs[1], stages, devs)
-		return err
+		for _, g := range graphs[1:] {
+			y, err := runChain(c, g, stages, devs)
+			if err != nil {
+				return err
+			}
+			modeYs = append(modeYs, y)
+		}
+		return nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("running the token: %w", err)
@@ -297,11 +321,13 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			in = ys[i][:stages[i+1].Cols]
 		}
 	}
-	for i, st := range stages[:len(pdlYs)] {
-		for r := range ys[i] {
-			if math.Float32bits(pdlYs[i][r]) != math.Float32bits(ys[i][r]) {
-				return res, fmt.Errorf("%s (%s %dx%d, %s) with PDL edges: y[%d] = %08x, %08x without: a kernel read memory before griddepcontrol.wait",
-					st.Name, st.Format, st.Rows, st.Cols, st.Params.ID(), r, math.Float32bits(pdlYs[i][r]), math.Float32bits(ys[i][r]))
+	for _, pdlYs := range modeYs {
+		for i, st := range stages {
+			for r := range ys[i] {
+				if math.Float32bits(pdlYs[i][r]) != math.Float32bits(ys[i][r]) {
+					return res, fmt.Errorf("%s (%s %dx%d, %s) with PDL edges: y[%d] = %08x, %08x without: a kernel read memory before griddepcontrol.wait",
+						st.Name, st.Format, st.Rows, st.Cols, st.Params.ID(), r, math.Float32bits(pdlYs[i][r]), math.Float32bits(ys[i][r]))
+				}
 			}
 		}
 	}
@@ -356,6 +382,10 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		t := chainTiming(samples[1], res.Bytes, res.CeilingGBs)
 		res.PDL = &t
 	}
+	if len(samples) > 2 {
+		t := chainTiming(samples[2], res.Bytes, res.CeilingGBs)
+		res.Recorded = &t
+	}
 	return res, nil
 }
 
@@ -380,15 +410,36 @@ type chainDev struct {
 	args   *gpu.Args
 }
 
+// chainMode is how a graph launches the token's stages: with PDL edges
+// before every stage but the first, or before those recorded in PDL
+// launch mode, or plainly.
+type chainMode struct{ pdl, recorded bool }
+
+// mixedModes reports whether the stages' recorded launch modes differ.
+func mixedModes(stages []ChainStage) bool {
+	for _, st := range stages[1:] {
+		if st.LaunchPDL != stages[1].LaunchPDL {
+			return true
+		}
+	}
+	return false
+}
+
 // captureChain captures the stages' launches on s into a graph and
-// instantiates it; with pdl every stage but the first is launched with
-// programmatic dependent launch, a programmatic edge in the graph.
-func captureChain(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, pdl bool) (gpu.GraphExec, error) {
+// instantiates it. With m.pdl every stage but the first, with m.recorded
+// those recorded in PDL launch mode, is launched with programmatic
+// dependent launch (a programmatic edge in the graph) and its PDL shared
+// memory.
+func captureChain(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, m chainMode) (gpu.GraphExec, error) {
 	if err := c.BeginCapture(s); err != nil {
 		return 0, err
 	}
 	for i, d := range devs {
-		cfg := gpu.LaunchConfig{Grid: d.launch.Grid, Block: d.launch.Block, SharedBytes: d.launch.SharedBytes, Stream: s, PDL: pdl && i > 0}
+		pdl := i > 0 && (m.pdl || m.recorded && stages[i].LaunchPDL)
+		cfg := gpu.LaunchConfig{Grid: d.launch.Grid, Block: d.launch.Block, SharedBytes: d.launch.SharedBytes, Stream: s, PDL: pdl}
+		if pdl {
+			cfg.SharedBytes = max(cfg.SharedBytes, stages[i].PDLShared)
+		}
 		if err := c.Launch(d.fn, cfg, d.args); err != nil {
 			_, _ = c.EndCapture(s)
 			return 0, fmt.Errorf("%s: %w", stages[i].Name, err)

@@ -72,6 +72,7 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 		cand := Candidate{ID: c.ID, Params: c.Params, Class: string(fam.Class(c.Params)), Status: StatusOK}
 		a := r.Attrs[c.ID]
 		cand.Registers, cand.LocalBytes, cand.SharedBytes, cand.BlocksPerSM = a.Registers, a.LocalBytes, a.SharedBytes, a.BlocksPerSM
+		cand.PDLShared = a.PDLShared
 		l := fam.Launch(c.Params, j.Rows, j.Cols)
 		switch {
 		case fam.Gate(c.Params, j.Rows, j.Cols) != nil:
@@ -233,9 +234,11 @@ const pdlPrefix = "pdl:"
 
 // measurePDL times stock, the winners and the fastest candidate (all
 // verified candidates when every is set) of d.Candidates in chains of their
-// own PDL launches, on sm_90 and newer. A yardstick like the same-bytes
-// read: a failure (a driver without cuLaunchKernelEx) leaves it out rather
-// than failing the job.
+// own PDL launches, on sm_90 and newer, each beside a chain of its plain
+// launches in the same rounds: PDLUS, and LaunchPDL where the PDL chain is
+// the faster beyond both intervals. A yardstick like the same-bytes read:
+// a failure (a driver without cuLaunchKernelEx) leaves it out rather than
+// failing the job.
 func measurePDL(s *session, d *Decision, every bool) {
 	if s.info.Arch.Major < 9 {
 		return
@@ -249,7 +252,7 @@ func measurePDL(s *session, d *Decision, every bool) {
 	var ids []string
 	for _, c := range cands {
 		if c.Status == StatusOK && (every || want[c.ID]) {
-			ids = append(ids, pdlPrefix+c.ID)
+			ids = append(ids, c.ID, pdlPrefix+c.ID)
 		}
 	}
 	v, err := s.measure(ids, readRounds)
@@ -257,21 +260,37 @@ func measurePDL(s *session, d *Decision, every bool) {
 		return
 	}
 	for i := range cands {
-		if x := v[pdlPrefix+cands[i].ID]; len(x) > 0 {
-			cands[i].PDLUS, _, _ = summarize(x)
+		c := &cands[i]
+		x := v[pdlPrefix+c.ID]
+		if len(x) == 0 {
+			continue
 		}
+		c.PDLUS, _, _ = summarize(x)
+		c.LaunchPDL = len(v[c.ID]) > 0 && pdlFaster(x, v[c.ID])
 	}
 	for _, c := range cands {
-		if c.ID == d.Stock.ID {
-			d.Stock.PDLUS = c.PDLUS
-		}
-		if c.ID == d.Winner.ID {
-			d.Winner.PDLUS = c.PDLUS
-		}
-		if d.Exact != nil && c.ID == d.Exact.Winner.ID {
-			d.Exact.Winner.PDLUS = c.PDLUS
+		for _, w := range []*Candidate{&d.Stock, &d.Winner, exactWinner(d)} {
+			if w != nil && w.ID == c.ID {
+				w.PDLUS, w.PDLShared, w.LaunchPDL = c.PDLUS, c.PDLShared, c.LaunchPDL
+			}
 		}
 	}
+}
+
+// pdlFaster reports whether the PDL chain's samples are faster than the
+// plain chain's beyond both confidence intervals of the median.
+func pdlFaster(pdl, plain []float64) bool {
+	_, _, pdlHi := summarize(pdl)
+	_, plainLo, _ := summarize(plain)
+	return pdlHi < plainLo
+}
+
+// exactWinner is d's exact alternative's winner, nil without one.
+func exactWinner(d *Decision) *Candidate {
+	if d.Exact == nil {
+		return nil
+	}
+	return &d.Exact.Winner
 }
 
 // pruneUnboundFloors drops variants whose launch-bounds floor did not bind:

@@ -45,11 +45,14 @@ type request struct {
 }
 
 type moduleAttrs struct {
-	Registers   int    `json:"registers"`
-	LocalBytes  int    `json:"local_bytes"`
-	SharedBytes int    `json:"shared_bytes"`
-	BlocksPerSM int    `json:"blocks_per_sm"`
-	Err         string `json:"err,omitempty"`
+	Registers   int `json:"registers"`
+	LocalBytes  int `json:"local_bytes"`
+	SharedBytes int `json:"shared_bytes"`
+	BlocksPerSM int `json:"blocks_per_sm"`
+	// PDLShared is the dynamic shared memory of the variant's PDL
+	// launches at this shape (pinnedShared).
+	PDLShared int    `json:"pdl_shared,omitempty"`
+	Err       string `json:"err,omitempty"`
 }
 
 type response struct {

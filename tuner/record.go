@@ -42,6 +42,8 @@ func (d Decision) Record() cache.Record {
 		CeilingGBs:    d.CeilingGBs,
 		ReadUS:        d.ReadUS,
 		PDLUS:         w.PDLUS,
+		PDLShared:     w.PDLShared,
+		LaunchPDL:     w.LaunchPDL,
 		StockMedianUS: d.Stock.MedianUS,
 		StockGBs:      d.Stock.GBs,
 		Speedup:       d.Speedup,

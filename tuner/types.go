@@ -64,6 +64,14 @@ type Candidate struct {
 	// winners and, with Options.Only, every verified candidate. 0 = not
 	// measured.
 	PDLUS float64 `json:"pdl_us,omitempty"`
+	// PDLShared is the dynamic shared memory those PDL launches use: the
+	// launch's own, raised where that keeps an SM from taking more than
+	// the grid's even share of blocks (pinnedShared).
+	PDLShared int `json:"pdl_shared_bytes,omitempty"`
+	// LaunchPDL is true when the PDL chain was faster than a chain of
+	// plain launches timed in the same rounds, their confidence intervals
+	// apart: the launch mode the candidate is recorded in.
+	LaunchPDL bool `json:"launch_pdl,omitempty"`
 }
 
 // Clocks is an NVML snapshot taken before or after a measurement.

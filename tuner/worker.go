@@ -236,16 +236,27 @@ func (w *worker) setShape(req request) response {
 			} else if a.BlocksPerSM, err = c.Occupancy(m.fn, int(l.Block[0]*l.Block[1]*l.Block[2]), int(l.SharedBytes)); err != nil {
 				a.Err = err.Error()
 			}
+			limit := max(int(l.SharedBytes), w.info.SmemPerBlock) // what prepare left
+			if a.Err == "" {
+				if err := w.pin(c, m.fn, l, &a, &limit); err != nil {
+					a.Err = err.Error()
+				}
+			}
 			attrs[id] = a
+			m.attrs.PDLShared = a.PDLShared
 			if !req.RowGroups || a.Err != "" || m.params.S == 0 || m.params.G != 0 {
 				continue
 			}
 			for _, g := range rowGroupTwins(m.params, req.Rows, a.BlocksPerSM, w.info.SMs) {
 				t := *m
 				t.params.G = g
-				t.attrs = a
+				ta := a
+				if err := w.pin(c, m.fn, fam.Launch(t.params, req.Rows, req.Cols), &ta, &limit); err != nil {
+					ta.Err = err.Error()
+				}
+				t.attrs = ta
 				s.twins[t.params.ID()] = &t
-				attrs[t.params.ID()] = a
+				attrs[t.params.ID()] = ta
 			}
 		}
 		return nil
@@ -261,6 +272,18 @@ func (w *worker) setShape(req request) response {
 	resp.Attrs = attrs
 	resp.Batch, resp.Copies = s.batch, s.nCopies
 	return resp
+}
+
+// pin sets a.PDLShared, the shared memory of launch l with PDL (on sm_90+,
+// where the tuner times PDL chains; elsewhere l's own).
+func (w *worker) pin(c *gpu.Ctx, fn gpu.Function, l variants.Launch, a *moduleAttrs, limit *int) error {
+	a.PDLShared = int(l.SharedBytes)
+	if w.info.Arch.Major < 9 {
+		return nil
+	}
+	s, err := pinnedShared(c, fn, l, w.info, limit)
+	a.PDLShared = int(s)
+	return err
 }
 
 // prepare raises the function's dynamic shared memory limit when needed.

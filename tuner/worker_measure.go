@@ -52,8 +52,16 @@ func (w *worker) launches(c *gpu.Ctx, id string) (gpu.Function, gpu.LaunchConfig
 	}
 	if v, ok := strings.CutPrefix(id, pdlPrefix); ok {
 		fn, cfg, args, err := w.launches(c, v)
+		if err != nil {
+			return fn, cfg, args, err
+		}
+		m, err := w.module(v)
+		if err != nil {
+			return fn, cfg, args, err
+		}
 		cfg.PDL = true
-		return fn, cfg, args, err
+		cfg.SharedBytes = max(cfg.SharedBytes, uint32(m.attrs.PDLShared))
+		return fn, cfg, args, nil
 	}
 	s := w.shape
 	m, err := w.module(id)

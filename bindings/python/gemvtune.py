@@ -66,6 +66,8 @@ class _Choice(ctypes.Structure):
         ("gpu_name", ctypes.c_char_p),
         ("tuned_shape", ctypes.c_char_p),
         ("tuned_unix", ctypes.c_int64),
+        ("pdl_shared_bytes", ctypes.c_uint32),
+        ("pdl_needs_shared_optin", ctypes.c_int32),
     ]
 
 
@@ -99,6 +101,7 @@ class Choice:
         self.median_us, self.gbs, self.pct_ceiling = c.median_us, c.gbs, c.pct_ceiling
         self.speedup, self.p_value, self.pdl_us = c.speedup, c.p_value, c.pdl_us
         self.gpu_name, self.tuned_shape, self.tuned_unix = s(c.gpu_name), s(c.tuned_shape), c.tuned_unix
+        self.pdl_shared_bytes, self.pdl_needs_shared_optin = c.pdl_shared_bytes, bool(c.pdl_needs_shared_optin)
 
     def __repr__(self):
         return "Choice(%s, %s: %s)" % (self.id, self.source, self.reason)

@@ -34,8 +34,10 @@ Defaults: all formats, shapes 28672x8192 and 4096x14336.
 With --chain, one decoded token's GEMVs of --model (default llama-3-8b) run
 back to back in one CUDA graph, each stage's x the output of the one
 before, every layer's weights in memory of their own: stock, then the
-cache's choices for this GPU, each without and with PDL edges, every output
-checked against the float64 reference (docs/tuner.md, "The decode chain").
+cache's choices for this GPU, each without and with PDL edges (a tuned
+stage's PDL launch with its recorded shared memory), and as the choices'
+launch modes say where they differ, every output checked against the
+float64 reference (docs/tuner.md, "The decode chain").
 `
 
 func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -49,7 +51,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(shapes, "shape", *shapes, "the same as --shapes")
 	cachePath := fs.String("cache", "", "cache file with tuned winners (default $GEMV_TUNE_CACHE or the user cache folder)")
 	ids := fs.String("variants", "", "measure these variant IDs (comma-separated) against stock instead of the tuned winner")
-	chain := fs.Bool("chain", false, "time one decoded token's GEMVs in a graph (stock and tuned, without and with PDL)")
+	chain := fs.Bool("chain", false, "time one decoded token's GEMVs in a graph (stock and tuned, without and with PDL, and as recorded)")
 	model := fs.String("model", defaultModel, "with --chain: the model preset whose token runs: "+strings.Join(presetNames(), ", "))
 	ordinal := fs.Int("gpu", 0, "with --chain: the GPU ordinal to run on")
 	if help, err := parseArgs(fs, args, 0); help || err != nil {

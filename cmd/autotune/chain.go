@@ -68,7 +68,7 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 			if err != nil {
 				return fmt.Errorf("bench --chain %s: %w", f, err)
 			}
-			r, err := chainFn(ctx, ordinal, stages, tuner.ChainOptions{PDL: pdl})
+			r, err := chainFn(ctx, ordinal, stages, tuner.ChainOptions{PDL: pdl, Recorded: pdl})
 			if err != nil {
 				return fmt.Errorf("bench --chain %s (%s): %w", f, ch.name, err)
 			}
@@ -80,6 +80,11 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 			}
 			if err := row(f, ch.name+", PDL", r, *r.PDL); err != nil {
 				return err
+			}
+			if r.Recorded != nil {
+				if err := row(f, ch.name+", as recorded", r, *r.Recorded); err != nil {
+					return err
+				}
 			}
 			if ch.tuned {
 				verdicts = append(verdicts, launchVerdict(f, r.ChainTiming, *r.PDL))
@@ -112,7 +117,7 @@ func launchVerdict(format string, plain, pdl tuner.ChainTiming) string {
 
 // chainRow is one line of the chain table, right-aligned columns wide
 // enough for the header and for every value a token can take.
-const chainRow = "%8s  %11s  %9s  %17s  %9s  %12s  %16s  %12s  %10s  %11s\n"
+const chainRow = "%8s  %18s  %9s  %17s  %9s  %12s  %16s  %12s  %10s  %11s\n"
 
 // chainStages is the token's GEMVs in format with stock (v1) everywhere,
 // or with what the policy chooses for this GPU (its cubin when stored).
@@ -125,7 +130,7 @@ func chainStages(pol *gemvtune.Policy, arch, format string, token []tokenGEMV, t
 			if err != nil {
 				return nil, err
 			}
-			st.Params, st.Cubin = c.Params, c.Cubin
+			st.Params, st.Cubin, st.PDLShared, st.LaunchPDL = c.Params, c.Cubin, c.PDLSharedBytes, c.PDLPays()
 		}
 		out = append(out, st)
 	}

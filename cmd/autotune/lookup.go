@@ -31,22 +31,26 @@ with the GEMV_* environment applied exactly as an engine's start-up applies it.
 
 // lookupJSON is what --json prints.
 type lookupJSON struct {
-	Arch     string             `json:"arch"`
-	Format   string             `json:"format"`
-	Shape    string             `json:"shape"`
-	ID       string             `json:"id"`
-	Params   space.Params       `json:"params"`
-	Class    string             `json:"class"`
-	Source   string             `json:"source"`
-	Reason   string             `json:"reason"`
-	Layout   int                `json:"layout"`
-	Launch   *variants.Launch   `json:"launch,omitempty"` // grid, block, dynamic smem for the shape
-	PDL      bool               `json:"pdl"`              // the kernel supports programmatic dependent launch (Choice.PDL)
-	Cubin    bool               `json:"cubin_stored"`
-	Evidence *gemvtune.Evidence `json:"evidence,omitempty"`
-	Cache    string             `json:"cache"`
-	CacheErr string             `json:"cache_error,omitempty"`
-	Warnings []string           `json:"warnings,omitempty"` // Policy.Warnings and Notice
+	Arch    string           `json:"arch"`
+	Format  string           `json:"format"`
+	Shape   string           `json:"shape"`
+	ID      string           `json:"id"`
+	Params  space.Params     `json:"params"`
+	Class   string           `json:"class"`
+	Source  string           `json:"source"`
+	Reason  string           `json:"reason"`
+	Layout  int              `json:"layout"`
+	Launch  *variants.Launch `json:"launch,omitempty"` // grid, block, dynamic smem for the shape
+	PDL     bool             `json:"pdl"`              // the kernel supports programmatic dependent launch (Choice.PDL)
+	PDLPays bool             `json:"pdl_pays"`         // recorded in PDL launch mode for this shape (Choice.PDLPays)
+	// PDLShared is the dynamic shared memory of a PDL launch
+	// (Choice.PDLSharedBytes).
+	PDLShared uint32             `json:"pdl_shared_bytes"`
+	Cubin     bool               `json:"cubin_stored"`
+	Evidence  *gemvtune.Evidence `json:"evidence,omitempty"`
+	Cache     string             `json:"cache"`
+	CacheErr  string             `json:"cache_error,omitempty"`
+	Warnings  []string           `json:"warnings,omitempty"` // Policy.Warnings and Notice
 }
 
 // environFn is the environment lookup's warnings are about.
@@ -85,7 +89,8 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 		return usagef("lookup: %v", err)
 	}
 	out := lookupJSON{Arch: *arch, Format: *format, Shape: sh.String(), ID: c.ID, Params: c.Params, Class: c.Class,
-		Source: c.Source, Reason: c.Reason, Layout: c.Layout, PDL: c.PDL, Cubin: c.Cubin != nil, Evidence: c.Evidence, Cache: pol.CachePath}
+		Source: c.Source, Reason: c.Reason, Layout: c.Layout, PDL: c.PDL, PDLPays: c.PDLPays(), PDLShared: c.PDLSharedBytes,
+		Cubin: c.Cubin != nil, Evidence: c.Evidence, Cache: pol.CachePath}
 	if pol.CacheErr != nil {
 		out.CacheErr = pol.CacheErr.Error()
 	}
@@ -102,12 +107,13 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 	return writeLookup(stdout, out)
 }
 
-// pdlVerdict says whether launching with PDL paid where it was measured.
-func pdlVerdict(pdlUS, us float64) string {
-	if pdlUS < us {
-		return fmt.Sprintf("%.1f %% faster than plain: launch it that way", 100*(1-pdlUS/us))
+// pdlVerdict says how to launch o's kernel: with PDL and its shared
+// memory where the record's launch mode is PDL, else plainly.
+func pdlVerdict(o lookupJSON) string {
+	if o.PDLPays {
+		return fmt.Sprintf("recorded in PDL launch mode: launch it with PDL and %d bytes of dynamic shared memory", o.PDLShared)
 	}
-	return fmt.Sprintf("%.1f %% slower than plain: launch it plainly", 100*(pdlUS/us-1))
+	return "recorded in plain launch mode: launch it plainly"
 }
 
 func writeLookup(w io.Writer, o lookupJSON) error {
@@ -137,7 +143,7 @@ func writeLookup(w io.Writer, o lookupJSON) error {
 	if o.PDL {
 		b.WriteString("  pdl     supported")
 		if e := o.Evidence; e != nil && e.PDLUS > 0 {
-			fmt.Fprintf(&b, "; %.2f µs per launch in a PDL chain (%s)", e.PDLUS, pdlVerdict(e.PDLUS, e.MedianUS))
+			fmt.Fprintf(&b, "; %.2f µs per launch in a PDL chain, %.2f plain (%s)", e.PDLUS, e.MedianUS, pdlVerdict(o))
 		}
 		b.WriteString("\n")
 	}

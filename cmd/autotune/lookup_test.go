@@ -28,7 +28,7 @@ func noEnv(string) (string, bool) { return "", false }
 
 func TestLookupCommand(t *testing.T) {
 	r := testRecord(t, "sm_90", "q4_0", 4096, 14336, "r2f3u1s0w8")
-	r.PDLUS = 19.35 // 10 % faster than its 21.5 µs
+	r.PDLUS, r.PDLShared, r.LaunchPDL = 19.35, 117<<10, true
 	path := cacheWith(t, r, testRecord(t, "sm_90", "q4_0", 4096, 4096, "r2f3u1s0w8"))
 	var out, errOut bytes.Buffer
 	err := lookupMain([]string{"--arch", "sm_90", "--format", "q4_0", "--shape", "4096x14336", "--cache", path}, &out, &errOut, noEnv)
@@ -38,7 +38,7 @@ func TestLookupCommand(t *testing.T) {
 	// 4096 rows / (2·8) = 256 blocks of 256 threads, x not staged.
 	for _, want := range []string{"r2f3u1s0w8", "source  tuned", "cubin   stored", "3712 GB/s", "NVIDIA H200",
 		"launch  grid 256, block 256, 0 bytes of dynamic shared memory",
-		"pdl     supported; 19.35 µs per launch in a PDL chain (10.0 % faster than plain: launch it that way)"} {
+		"pdl     supported; 19.35 µs per launch in a PDL chain, 21.50 plain (recorded in PDL launch mode: launch it with PDL and 119808 bytes of dynamic shared memory)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -137,6 +137,21 @@ func exactAlt(r cache.Record) string {
 	return fmt.Sprintf("%s %.3f× %.0f GB/s", x.WinnerID, x.Speedup, x.GBs)
 }
 
+// launchMode is r's recorded launch mode: "pdl" with the PDL launch's
+// shared memory where it is more than the kernel's own, "plain", or "-"
+// where no PDL chain was timed.
+func launchMode(r cache.Record) string {
+	switch {
+	case r.PDLUS <= 0:
+		return "-"
+	case !r.LaunchPDL:
+		return "plain"
+	case r.PDLShared > 0:
+		return fmt.Sprintf("pdl %d B", r.PDLShared)
+	}
+	return "pdl"
+}
+
 func writeShow(w io.Writer, path string, recs []cache.Record) error {
 	fmt.Fprintf(w, "cache %s\n", path)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -145,14 +160,14 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 		if g := [2]string{r.Arch, r.Model}; g != group {
 			group = g
 			fmt.Fprintf(tw, "\n%s %s\t\t\t\t\t\t\t\t\t\t\t\n", r.Arch, r.Model)
-			fmt.Fprintln(tw, "format\tshape\twinner\tclass\tµs\tGB/s\t% ceiling\t% of read\tPDL µs\tspeedup\texact alternative\tGPU\tstale")
+			fmt.Fprintln(tw, "format\tshape\twinner\tclass\tµs\tGB/s\t% ceiling\t% of read\tPDL µs\tlaunch\tspeedup\texact alternative\tGPU\tstale")
 		}
 		stale := "no"
 		if why := staleWhy(r); why != "" {
 			stale = "yes: " + why
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
-			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), usOrDash(r.PDLUS), r.Speedup, exactAlt(r),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%s\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
+			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), usOrDash(r.PDLUS), launchMode(r), r.Speedup, exactAlt(r),
 			termtext.Printable(r.GPUName), termtext.Printable(stale))
 	}
 	return tw.Flush()

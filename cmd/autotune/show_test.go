@@ -12,8 +12,8 @@ func TestShowCommand(t *testing.T) {
 	stale := testRecord(t, "sm_80", "q8_0", 4096, 4096, "v1")
 	stale.SourceHash = "0000000000000000"
 	tuned := testRecord(t, "sm_90", "q4_0", 4096, 14336, "r2f3u1s0w8")
-	tuned.ReadUS = 17.2 // the same-bytes read: 17.2/21.5 = 80.0 % of it
-	tuned.PDLUS = 19.87 // in a chain of PDL launches
+	tuned.ReadUS = 17.2                                                 // the same-bytes read: 17.2/21.5 = 80.0 % of it
+	tuned.PDLUS, tuned.LaunchPDL, tuned.PDLShared = 19.87, true, 119808 // in a chain of PDL launches, recorded so
 	path := cacheWith(t, tuned, stale)
 	var out, errOut bytes.Buffer
 	if err := showMain([]string{"--cache", path}, &out, &errOut); err != nil {
@@ -25,10 +25,10 @@ func TestShowCommand(t *testing.T) {
 			t.Errorf("show output lacks %q:\n%s", want, s)
 		}
 	}
-	if !strings.Contains(s, "PDL µs") || !strings.Contains(s, "19.87") {
-		t.Errorf("show output lacks the PDL µs column or its value:\n%s", s)
+	if !strings.Contains(s, "PDL µs") || !strings.Contains(s, "19.87") || !strings.Contains(s, "pdl 119808 B") {
+		t.Errorf("show output lacks the PDL µs and launch columns or their values:\n%s", s)
 	}
-	if !strings.Contains(s, "% of read") || strings.Count(s, " - ") < 3 { // the sm_80 record has no read and no PDL time: "-", and no exact alternative
+	if !strings.Contains(s, "% of read") || strings.Count(s, " - ") < 4 { // the sm_80 record has no read, no PDL time, no launch mode: "-", and no exact alternative
 		t.Errorf("show output lacks the %% of read column or its '-' for a record without it:\n%s", s)
 	}
 	out.Reset()

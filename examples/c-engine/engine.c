@@ -156,7 +156,7 @@ typedef struct kernel {
     CUmodule mod;
     CUfunction fn;
     uint32_t grid[3], block[3], smem;
-    int pdl; /* launch with programmatic stream serialization */
+    uint32_t pdl_smem; /* dynamic shared memory of a PDL launch (abi 1.1) */
 } kernel;
 
 static int compiled_count, loaded_count;
@@ -175,11 +175,13 @@ static kernel load_kernel(gemvtune_policy* pol, const char* arch, const char* fo
         compiled_count++;
     }
     CU(cuModuleGetFunction(&k.fn, k.mod, c->entry));
-    if (c->needs_shared_optin)
-        CU(cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)c->shared_bytes));
+    /* The limit covers both launches: pdl_shared_bytes >= shared_bytes. */
+    if (c->needs_shared_optin || c->pdl_needs_shared_optin)
+        CU(cuFuncSetAttribute(k.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)c->pdl_shared_bytes));
     memcpy(k.grid, c->grid, sizeof k.grid);
     memcpy(k.block, c->block, sizeof k.block);
     k.smem = c->shared_bytes;
+    k.pdl_smem = c->pdl_shared_bytes;
     return k;
 }
 
@@ -196,7 +198,7 @@ static void launch(const kernel* k, CUstream st, int pdl, CUdeviceptr w, CUdevic
     CUlaunchConfig cfg = {0};
     cfg.gridDimX = k->grid[0], cfg.gridDimY = k->grid[1], cfg.gridDimZ = k->grid[2];
     cfg.blockDimX = k->block[0], cfg.blockDimY = k->block[1], cfg.blockDimZ = k->block[2];
-    cfg.sharedMemBytes = k->smem, cfg.hStream = st, cfg.attrs = &attr, cfg.numAttrs = 1;
+    cfg.sharedMemBytes = k->pdl_smem, cfg.hStream = st, cfg.attrs = &attr, cfg.numAttrs = 1;
     CU(cuLaunchKernelEx(&cfg, k->fn, args, NULL));
 }
 

@@ -45,7 +45,8 @@ static void print_choice(FILE* f, int st, const char* err, const gemvtune_choice
     fprintf(f, "|%016" PRIx64 "|%016" PRIx64 "|%016" PRIx64 "|%016" PRIx64 "|%016" PRIx64 "|%016" PRIx64,
             bits(c->median_us), bits(c->gbs), bits(c->pct_ceiling), bits(c->speedup), bits(c->p_value),
             bits(c->pdl_us));
-    fprintf(f, "|%s|%s|%" PRId64 "\n", c->gpu_name, c->tuned_shape, c->tuned_unix);
+    fprintf(f, "|%s|%s|%" PRId64 "|%u|%d\n", c->gpu_name, c->tuned_shape, c->tuned_unix, c->pdl_shared_bytes,
+            c->pdl_needs_shared_optin);
 }
 
 typedef struct query {
@@ -257,7 +258,18 @@ static int hostile_main(void) {
     CALL("lookup out NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q4_0", 4096, 4096, NULL, err, sizeof err));
     CALL("lookup arch NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, NULL, "NVIDIA H200", "q4_0", 4096, 4096, &c, err, sizeof err));
     CALL("lookup format NULL", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, "sm_90", "NVIDIA H200", NULL, 4096, 4096, &c, err, sizeof err));
-    gemvtune_choice small = {.size = 8};
+    /* A caller built against abi 1.0 passes 1.0's size: it is filled up to
+     * tuned_unix, and nothing past it is written. */
+    gemvtune_choice old;
+    memset(&old, 0x5A, sizeof old);
+    old.size = GEMVTUNE_CHOICE_SIZE_1_0;
+    CALL("lookup abi 1.0 struct", GEMVTUNE_OK, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q4_0", 4096, 4096, &old, err, sizeof err));
+    checks++;
+    if (old.pdl_shared_bytes != 0x5A5A5A5Au || old.pdl_needs_shared_optin != 0x5A5A5A5A || strcmp(old.id, "v1") != 0) {
+        failures++;
+        printf("FAIL an abi 1.0 struct was written past its size, or not filled\n");
+    }
+    gemvtune_choice small = {.size = GEMVTUNE_CHOICE_SIZE_1_0 - 8};
     CALL("lookup struct too small", GEMVTUNE_ERR_ARGUMENT, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q4_0", 4096, 4096, &small, err, sizeof err));
     CALL("lookup unknown format", GEMVTUNE_ERR_FORMAT, gemvtune_lookup(h, "sm_90", "NVIDIA H200", "q3_K", 4096, 4096, &c, err, sizeof err));
     if (strcmp(c.id, "v1") != 0) {
