@@ -234,31 +234,50 @@ const pdlPrefix = "pdl:"
 
 // measurePDL times stock, the winners and the fastest candidate (all
 // verified candidates when every is set) of d.Candidates in chains of their
-// own PDL launches, on sm_90 and newer, each beside a chain of its plain
-// launches in the same rounds: PDLUS, and LaunchPDL where the PDL chain is
-// the faster beyond both intervals. A yardstick like the same-bytes read:
-// a failure (a driver without cuLaunchKernelEx) leaves it out rather than
-// failing the job.
+// own PDL launches, on sm_90 and newer (PDLUS); the winners (every
+// candidate when every is set), whose launch mode a record keeps, also in
+// a chain of their plain launches in the same rounds: LaunchPDL where the
+// PDL chain is the faster beyond both intervals. A yardstick like the
+// same-bytes read: a failure (a driver without cuLaunchKernelEx) leaves it
+// out rather than failing the job.
 func measurePDL(s *session, d *Decision, every bool) {
 	if s.info.Arch.Major < 9 {
 		return
 	}
-	want := map[string]bool{d.Stock.ID: true, d.Winner.ID: true}
+	mode := map[string]bool{d.Winner.ID: true} // timed plainly too
 	if d.Exact != nil {
-		want[d.Exact.Winner.ID] = true
+		mode[d.Exact.Winner.ID] = true
 	}
-	want[d.Fastest().ID] = true // what autotune bench reports as the best
+	want := map[string]bool{d.Stock.ID: true, d.Fastest().ID: true} // what autotune bench reports
 	cands := d.Candidates
 	var ids []string
 	for _, c := range cands {
-		if c.Status == StatusOK && (every || want[c.ID]) {
+		switch {
+		case c.Status != StatusOK:
+		case every || mode[c.ID]:
 			ids = append(ids, c.ID, pdlPrefix+c.ID)
+		case want[c.ID]:
+			ids = append(ids, pdlPrefix+c.ID)
 		}
 	}
 	v, err := s.measure(ids, readRounds)
 	if err != nil {
 		return
 	}
+	pdlFigures(cands, v)
+	for _, c := range cands {
+		for _, w := range []*Candidate{&d.Stock, &d.Winner, exactWinner(d)} {
+			if w != nil && w.ID == c.ID {
+				w.PDLUS, w.PDLShared, w.LaunchPDL = c.PDLUS, c.PDLShared, c.LaunchPDL
+			}
+		}
+	}
+}
+
+// pdlFigures sets each candidate's PDLUS from its PDL chain's samples in v
+// (under pdlPrefix+ID) and LaunchPDL where v also holds its plain chain's
+// and the PDL chain is the faster (pdlFaster).
+func pdlFigures(cands []Candidate, v map[string][]float64) {
 	for i := range cands {
 		c := &cands[i]
 		x := v[pdlPrefix+c.ID]
@@ -267,13 +286,6 @@ func measurePDL(s *session, d *Decision, every bool) {
 		}
 		c.PDLUS, _, _ = summarize(x)
 		c.LaunchPDL = len(v[c.ID]) > 0 && pdlFaster(x, v[c.ID])
-	}
-	for _, c := range cands {
-		for _, w := range []*Candidate{&d.Stock, &d.Winner, exactWinner(d)} {
-			if w != nil && w.ID == c.ID {
-				w.PDLUS, w.PDLShared, w.LaunchPDL = c.PDLUS, c.PDLShared, c.LaunchPDL
-			}
-		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"math"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -112,6 +113,43 @@ func TestDecisionFastest(t *testing.T) {
 		d := Decision{Stock: stock, Candidates: tc.cands}
 		if got := d.Fastest().ID; got != tc.want {
 			t.Errorf("%s: Fastest = %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestPDLFigures: a candidate's PDL time comes from its PDL chain's
+// samples, and it is recorded in PDL launch mode only where its plain
+// chain was timed in the same rounds and the PDL chain is faster beyond
+// both intervals.
+func TestPDLFigures(t *testing.T) {
+	around := func(center float64) []float64 {
+		var x []float64
+		for i := range 15 {
+			x = append(x, center*(1+0.002*float64(i%5-2)))
+		}
+		return x
+	}
+	cands := []Candidate{{ID: "faster"}, {ID: "overlaps"}, {ID: "slower"}, {ID: "no-plain"}, {ID: "not-timed"}}
+	v := map[string][]float64{
+		"faster": around(10), pdlPrefix + "faster": around(9),
+		"overlaps": around(10), pdlPrefix + "overlaps": around(9.99),
+		"slower": around(10), pdlPrefix + "slower": around(11),
+		pdlPrefix + "no-plain": around(5),
+	}
+	pdlFigures(cands, v)
+	for _, tc := range []struct {
+		id     string
+		pdlUS  float64
+		launch bool
+	}{{"faster", 9, true}, {"overlaps", 9.99, false}, {"slower", 11, false}, {"no-plain", 5, false}, {"not-timed", 0, false}} {
+		var c Candidate
+		for _, x := range cands {
+			if x.ID == tc.id {
+				c = x
+			}
+		}
+		if math.Abs(c.PDLUS-tc.pdlUS) > 1e-9 || c.LaunchPDL != tc.launch {
+			t.Errorf("%s: PDLUS %v, LaunchPDL %v; want %v, %v", tc.id, c.PDLUS, c.LaunchPDL, tc.pdlUS, tc.launch)
 		}
 	}
 }
