@@ -19,7 +19,8 @@ var (
 )
 
 // chainChoices are whose variants a token runs: stock's (v1 everywhere)
-// or the cache's; each is timed plainly and, from sm_90 on, with PDL edges.
+// or the cache's; each is timed plainly and, from sm_90 on, with PDL edges
+// and, where the choices' recorded launch modes differ, as they say.
 var chainChoices = []struct {
 	name  string
 	tuned bool
