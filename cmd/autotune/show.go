@@ -138,8 +138,8 @@ func exactAlt(r cache.Record) string {
 }
 
 // launchMode is r's recorded launch mode: "pdl" with the PDL launch's
-// shared memory where it is more than the kernel's own, "plain", or "-"
-// where no PDL chain was timed.
+// shared memory (which may be the kernel's own), "plain", or "-" where no
+// PDL chain was timed.
 func launchMode(r cache.Record) string {
 	switch {
 	case r.PDLUS <= 0:
