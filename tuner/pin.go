@@ -26,7 +26,7 @@ const pinStep = 256
 func pinnedShared(c *gpu.Ctx, fn gpu.Function, l variants.Launch, info gpu.Info, limit *int) (uint32, error) {
 	threads := int(l.Block[0] * l.Block[1] * l.Block[2])
 	return pinSearch(l, info, func(s int) (int, error) {
-		if s > 48*1024 && s > *limit {
+		if s > info.SmemPerBlock && s > *limit {
 			if err := c.SetMaxDynamicShared(fn, s); err != nil {
 				return 0, err
 			}
