@@ -54,6 +54,14 @@ type Options struct {
 	// "other-model"). "" means unknown: every model of the arch, by name.
 	// LookupGPU asks for another one.
 	GPUName string
+	// ServeStale serves the records of other kernel sources or another
+	// tool version (of this cache schema) as if current, without their
+	// cubins: the caller compiles this build's source of the recorded
+	// variant. For benchmarks that time a kernel change over recorded
+	// winners (autotune bench --chain --compile); an engine never wants
+	// it, since a recorded winner may be neither correct nor fastest in
+	// other kernels.
+	ServeStale bool
 }
 
 // Policy answers lookups from an in-memory copy of the cache and the
@@ -76,6 +84,7 @@ type Policy struct {
 
 	env         settings
 	model       string // cache.NormalizeModel(Options.GPUName), "" if unknown
+	serveStale  bool   // Options.ServeStale
 	cacheSource string // SourceNoCache or SourceCorruptCache when the cache is unusable
 	families    map[string]*famInfo
 	tables
@@ -188,7 +197,7 @@ func Open(opts *Options) (*Policy, error) {
 		warnings = append(warnings, unknownVariables(environ())...)
 	}
 	fams, _ := famTable()
-	p := &Policy{env: env, families: fams, Warnings: warnings}
+	p := &Policy{env: env, families: fams, Warnings: warnings, serveStale: o.ServeStale}
 	if o.GPUName != "" {
 		p.model = cache.NormalizeModel(o.GPUName)
 	}
@@ -316,7 +325,14 @@ func (g *group) init(p *Policy) {
 			m := &keys[j]
 			*m = member{key: shapeKey(s.Rows, s.Cols), i: i, exact: s.Class == cache.ClassExact, current: true,
 				alt: s.Exact.Present}
-			if s.Schema != cache.SchemaVersion || s.SourceHash != g.fam.hash || s.ToolVersion != cache.ToolVersion {
+			stale := s.Schema != cache.SchemaVersion || s.SourceHash != g.fam.hash || s.ToolVersion != cache.ToolVersion
+			if stale && p.serveStale && s.Schema == cache.SchemaVersion {
+				if _, ok := ids[s.Params]; !ok {
+					ids[s.Params] = idOf(s.Params)
+				}
+				continue // served, its cubin not
+			}
+			if stale {
 				sk := staleKey{s.Schema, s.SourceHash, s.ToolVersion}
 				why, ok := whys[sk]
 				if !ok {

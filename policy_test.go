@@ -133,6 +133,20 @@ func TestStaleRecords(t *testing.T) {
 	if c := lookup(t, p, "sm_90", "q4_0", 6000, 4096); c.Source != "default" {
 		t.Errorf("nearest to stale records: %s %s; want default", c.Source, c.ID)
 	}
+	// ServeStale (bench --chain --compile) serves their variants, never
+	// their cubins (this build compiles its own source of them).
+	served, err := gemvtune.Open(&gemvtune.Options{CachePath: writeCache(t, oldSrc, oldTool), LookupEnv: env(nil), ServeStale: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		rows int
+		id   string
+	}{{4096, "r2f0u1s0w8"}, {8192, "r3f0u1s0w8"}} {
+		if c := lookup(t, served, "sm_90", "q4_0", tt.rows, 4096); c.Source != "tuned" || c.ID != tt.id || c.Cubin != nil {
+			t.Errorf("ServeStale %dx4096: %s %s, cubin %v; want tuned %s without a cubin", tt.rows, c.Source, c.ID, c.Cubin != nil, tt.id)
+		}
+	}
 }
 
 func TestRequireExact(t *testing.T) {

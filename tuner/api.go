@@ -44,6 +44,12 @@ type Options struct {
 	// Record, if set, is called once per finished (format, shape), in the
 	// order they finish, so the caller can store each decision at once.
 	Record func(Decision) error
+	// WarmL2 times every launch over one copy of the weights instead of
+	// copies rotated past 4 × L2, as harnesses that replay one matrix do
+	// (ggml's test-backend-ops): below the L2 size the weights come from
+	// L2. For like-for-like comparisons only: a run with WarmL2 cannot
+	// Record, and its decisions say WarmL2.
+	WarmL2 bool
 }
 
 // Progress reports how far a run has come.

@@ -24,7 +24,7 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 	bytes, _ := fam.Format().Bytes(j.Rows, j.Cols)
 	lim := s.info.Limits()
 	d := Decision{Job: j, Arch: s.info.Arch.String(), Bytes: bytes, GPUName: s.info.Name, GPUUUID: s.info.UUID,
-		NVRTC: nv.Version.String(), SourceHash: fam.SourceHash(), Time: time.Now().UTC()}
+		NVRTC: nv.Version.String(), SourceHash: fam.SourceHash(), Time: time.Now().UTC(), WarmL2: opts.WarmL2}
 	if v, err := gpu.DriverVersion(); err == nil {
 		d.Driver = v.String()
 	}
@@ -51,7 +51,7 @@ func tuneJob(ctx context.Context, s *session, j Job, b build, nv *gpu.NVRTC, opt
 	progress("verify")
 	d.Before = s.clocks()
 	shapeReq := request{Op: opShape, Format: j.Format, Rows: j.Rows, Cols: j.Cols, Seed: time.Now().UnixNano(),
-		RowGroups: len(opts.Only) == 0}
+		RowGroups: len(opts.Only) == 0, WarmL2: opts.WarmL2}
 	s.shape = &shapeReq
 	r, err := s.call(shapeReq, shapeTimeout(&shapeReq))
 	if err != nil {

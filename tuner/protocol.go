@@ -42,6 +42,9 @@ type request struct {
 	// variant with smem staging whose grid exceeds one wave at this
 	// shape, its one-wave twin with knob g set (rowGroupsFor).
 	RowGroups bool `json:"row_groups,omitempty"`
+	// WarmL2 (opShape): one copy of the weights, not a rotation past
+	// 4 × L2 (Options.WarmL2).
+	WarmL2 bool `json:"warm_l2,omitempty"`
 }
 
 type moduleAttrs struct {

@@ -30,6 +30,9 @@ func run(ctx context.Context, jobs []Job, opts Options, extra planted) ([]Decisi
 	if err := validateJobs(jobs); err != nil {
 		return nil, err
 	}
+	if opts.WarmL2 && opts.Record != nil {
+		return nil, errors.New("L2-warm timings are for comparisons and are never recorded")
+	}
 	if _, ok := strategies[opts.Search]; opts.Search != "" && !ok {
 		return nil, fmt.Errorf("search %q: accepted %s", opts.Search, strings.Join(SearchNames(), ", "))
 	}

@@ -109,7 +109,10 @@ type Decision struct {
 	// Batches is the timed batches the job spent (every attempt);
 	// ExhaustiveBatches what exhaustive search would spend on the same
 	// measured candidates: their ratio is what a budget saved.
-	Batches           int    `json:"batches,omitempty"`
+	Batches int `json:"batches,omitempty"`
+	// WarmL2 says the times were taken over one copy of the weights
+	// (Options.WarmL2), not cold: never a decision to store.
+	WarmL2            bool   `json:"warm_l2,omitempty"`
 	ExhaustiveBatches int    `json:"exhaustive_batches,omitempty"`
 	Cubin             []byte `json:"-"`
 	// Exact is the best exact-class choice when Winner is of class

@@ -206,8 +206,7 @@ func (w *worker) setShape(req request) response {
 	}
 	s := &workerShape{fam: fam, rows: req.Rows, cols: req.Cols, bytes: len(data.raw), data: data,
 		copies: map[int][]gpu.DevPtr{}, graphs: map[string]gpu.GraphExec{}, twins: map[string]*loadedModule{}}
-	// Enough copies that the rotation exceeds 4 × L2: every launch reads DRAM.
-	s.nCopies = max(2, int(math.Ceil(4*float64(w.info.L2Bytes)/float64(s.bytes)))+1)
+	s.nCopies = weightCopies(w.info.L2Bytes, s.bytes, req.WarmL2)
 	est := float64(s.bytes)/3e12 + 3e-6
 	s.batch = int(math.Ceil(targetBatch.Seconds() / est))
 	s.batch = min(max(s.batch, s.nCopies), maxBatch)
@@ -438,4 +437,14 @@ func (w *worker) freeShape() {
 		}
 		return nil
 	})
+}
+
+// weightCopies is how many copies of a job's weights its launches rotate
+// over: enough that the rotation exceeds 4 × L2, so every launch reads
+// DRAM; one when warm (Options.WarmL2).
+func weightCopies(l2Bytes, bytes int, warm bool) int {
+	if warm {
+		return 1
+	}
+	return max(2, int(math.Ceil(4*float64(l2Bytes)/float64(bytes)))+1)
 }

@@ -28,7 +28,7 @@ var chainChoices = []struct {
 
 // benchChain runs one token of model for every format, in every mode, on
 // GPU ordinal, and prints a row per (format, mode).
-func benchChain(ctx context.Context, model string, formats []string, cachePath string, ordinal int, stdout, stderr io.Writer) error {
+func benchChain(ctx context.Context, model string, formats []string, cachePath string, ordinal int, compile bool, stdout, stderr io.Writer) error {
 	p, err := presetByName(model)
 	if err != nil {
 		return usagef("bench --chain: %v", err)
@@ -42,7 +42,7 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 	}
 	g := gpus[ordinal]
 	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: cachePath, ContinueOnCacheError: true, GPUName: g.Name,
-		LookupEnv: func(string) (string, bool) { return "", false }})
+		LookupEnv: func(string) (string, bool) { return "", false }, ServeStale: compile})
 	if pol != nil && pol.CacheErr != nil {
 		fmt.Fprintf(stderr, "autotune: bench --chain: %v: the tuned rows run what lookups give without it (stock)\n", pol.CacheErr)
 	}
@@ -65,7 +65,7 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 	var verdicts []string
 	for _, f := range formats {
 		for _, ch := range chainChoices {
-			stages, err := chainStages(pol, g.Arch.String(), f, token, ch.tuned)
+			stages, err := chainStages(pol, g.Arch.String(), f, token, ch.tuned, compile)
 			if err != nil {
 				return fmt.Errorf("bench --chain %s: %w", f, err)
 			}
@@ -121,8 +121,9 @@ func launchVerdict(format string, plain, pdl tuner.ChainTiming) string {
 const chainRow = "%8s  %18s  %9s  %17s  %9s  %12s  %16s  %12s  %10s  %11s\n"
 
 // chainStages is the token's GEMVs in format with stock (v1) everywhere,
-// or with what the policy chooses for this GPU (its cubin when stored).
-func chainStages(pol *gemvtune.Policy, arch, format string, token []tokenGEMV, tuned bool) ([]tuner.ChainStage, error) {
+// or with what the policy chooses for this GPU (its cubin when stored,
+// unless compile: then this build's source of the same variant).
+func chainStages(pol *gemvtune.Policy, arch, format string, token []tokenGEMV, tuned, compile bool) ([]tuner.ChainStage, error) {
 	var out []tuner.ChainStage
 	for _, t := range token {
 		st := tuner.ChainStage{Name: t.name, Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols, Params: space.Stock}
@@ -132,6 +133,9 @@ func chainStages(pol *gemvtune.Policy, arch, format string, token []tokenGEMV, t
 				return nil, err
 			}
 			st.Params, st.Cubin, st.PDLShared, st.LaunchPDL = c.Params, c.Cubin, c.PDLSharedBytes, c.PDLPays()
+			if compile {
+				st.Cubin = nil
+			}
 		}
 		out = append(out, st)
 	}

@@ -57,6 +57,9 @@ func TestBenchChain(t *testing.T) {
 			if st.Params != want {
 				t.Errorf("run %d %s: %s, want %s", i, st.Name, st.Params.ID(), want.ID())
 			}
+			if tuned && st.Cols == 4096 && st.Cubin == nil {
+				t.Errorf("run %d %s: no stored cubin", i, st.Name)
+			}
 		}
 	}
 	for _, want := range []string{"one token of llama-3-8b (129 GEMVs) on GPU 0, NVIDIA H200", "stock, PDL", "tuned, PDL", "1100.0", "86.8", "909"} {
@@ -102,8 +105,41 @@ func TestBenchChain(t *testing.T) {
 		t.Errorf("failed chain: %v", err)
 	}
 	var u usageError
-	if err := benchMain(context.Background(), []string{"--chain", "--model", "gpt-9"}, &out, &errw); !errors.As(err, &u) {
-		t.Errorf("--model gpt-9: %v, want a usage error", err)
+	for _, args := range [][]string{{"--chain", "--model", "gpt-9"}, {"--chain", "--warm-l2"}, {"--compile", "--formats", "q4_0"}} {
+		if err := benchMain(context.Background(), args, &out, &errw); !errors.As(err, &u) {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+}
+
+// With --compile the tuned stages run the recorded variants from this
+// build's source, even where the record was tuned on other kernels: no
+// stored cubin reaches the chain.
+func TestBenchChainCompile(t *testing.T) {
+	r := testRecord(t, "sm_90", "q4_0", 28672, 4096, "r2f0u2s2w8l1")
+	r.SourceHash = "0123456789abcdef" // tuned on another kernel source
+	path := cacheWith(t, r)
+	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
+		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA H200", Arch: gpu.Arch{Major: 9, Minor: 0}}}, nil
+	})
+	tuned := 0
+	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
+		for _, st := range stages {
+			if st.Cubin != nil {
+				t.Errorf("%s: a stored cubin under --compile", st.Name)
+			}
+			if st.Params != space.Stock {
+				tuned++
+			}
+		}
+		return tuner.ChainResult{Stages: len(stages), ChainTiming: tuner.ChainTiming{MedianUS: 1100, LoUS: 1090, HiUS: 1110}}, nil
+	})
+	var out, errw bytes.Buffer
+	if err := benchMain(context.Background(), []string{"--chain", "--compile", "--formats", "q4_0", "--cache", path}, &out, &errw); err != nil {
+		t.Fatalf("%v (%s)", err, errw.String())
+	}
+	if tuned != 3*32+1 {
+		t.Errorf("%d tuned stages, want the 97 of 4096 columns", tuned)
 	}
 }
 
@@ -116,7 +152,7 @@ func TestPresetTokens(t *testing.T) {
 			t.Errorf("%s: %d GEMVs for %d layers", p.name, len(token), p.layers)
 		}
 		for _, f := range []string{"q4_0", "q4_K", "bf16"} {
-			stages, err := chainStages(nil, "sm_90", f, token, false)
+			stages, err := chainStages(nil, "sm_90", f, token, false, false)
 			if err != nil {
 				t.Fatal(err)
 			}
