@@ -37,9 +37,12 @@
 #           $OUT/ggml.txt
 #   profile Nsight Compute counters (scripts/ncu-profile.sh) of the thin
 #           grid's q5_K winner at 4096x14336 and of the same bytes as
-#           14336x4096, with their same-bytes reads: where the down shape
-#           loses its 10-20 % of the read (docs/results.md, "2026-12-02"):
-#           $OUT/ncu_*.txt
+#           14336x4096: where the down shape loses its 10-20 % of the read
+#           (docs/results.md, "2026-12-02 (later)"): $OUT/ncu_*.txt
+#   warm    the new formats' winners, `autotune bench --variants` cold at
+#           28672x8192, 4096x14336, 14336x4096 and 4096x4096, and with
+#           --warm-l2 at the three under L2, for ggml's L2-warm figures
+#           (run `ggml` next in the same call): $OUT/warm_*.txt
 #   gguf    `autotune --gguf` of the Q4_K_M and Q5_K_M test files that
 #           `mkdir -p .gpubin/gguf && GEMV_WRITE_GGUF=$PWD/.gpubin/gguf go
 #           test ./cmd/autotune -run TestGGUFFileTypes` wrote (every
@@ -96,6 +99,20 @@ bench4)
 	timeout 300 $A bench --arch sm_90 --formats q5_K,q6_K,f16 --shapes 28672x8192,4096x14336,14336x4096,4096x4096 --cache $db > $OUT/bench4.txt 2>$OUT/bench4.err
 	echo "bench4 exit $?"; cat $OUT/bench4.txt; tail -3 $OUT/bench4.err
 	;;
+warm)
+	# Each new format's recorded llama-3-8b winners (docs/data/h200-dec02-pin/show-tune.txt) and
+	# 28672x8192 winners, cold at the four shapes and L2-warm (--warm-l2, as ggml's harness) at
+	# the three under 60 MB; run `ggml` after it in the same call for its column.
+	for fi in q5_K:r1f0u1s3w16g2l1a1,r1f0u1s3w16l1a1,r1f0u4s3w8g7l1a1,r1f0u1s3w16g7l1a1 \
+		q6_K:r1f0u1s3w16l1a1,r1f0u1s3w16g2l1a1,r1f0u1s3w16g7l1a1,r1f0u2s3w16g14l1a1 \
+		f16:r2f0u4s3w8g2,r1f0u4s3w16g2,r1f0u8s3w8g14,r4f0u4s2w8; do
+		f=${fi%%:*}
+		timeout 150 $A bench --arch sm_90 --formats $f --shapes 28672x8192,4096x14336,14336x4096,4096x4096 --variants ${fi#*:} > $OUT/warm_${f}_cold.txt 2>&1
+		echo "$f cold exit $?"
+		timeout 150 $A bench --warm-l2 --arch sm_90 --formats $f --shapes 4096x14336,14336x4096,4096x4096 --variants ${fi#*:} > $OUT/warm_${f}_warm.txt 2>&1
+		echo "$f warm exit $?"
+	done
+	;;
 chain)
 	db=/tmp/gemv-tune.db; [ -f .gpubin/tune.db ] && [ ! -f $db ] && cp .gpubin/tune.db $db
 	timeout 500 $A bench --chain --model llama-3-8b --cache $db > $OUT/chain.txt 2>$OUT/chain.err
@@ -114,10 +131,11 @@ ggml)
 	grep -E "MUL_MAT" $OUT/ggml.txt | head -40
 	;;
 profile)
+	# The same-bytes read is left out: its launches cannot be told from the
+	# ceiling's by count (the ceiling warms up for a time, not a count).
 	for c in "r1f0u1s3w16g2l1a1 4096x14336 down" "r1f0u4s3w8g7l1a1 14336x4096 wide"; do
 		read -r id shape name <<<"$c"
 		scripts/ncu-profile.sh "$A" q5_K "$id" "$shape" "q5K_$name"
-		KERNEL=read_ceiling SKIP=84 LAUNCHES=1 scripts/ncu-profile.sh "$A" q5_K "$id" "$shape" "q5K_${name}_read"
 	done
 	;;
 gguf)

@@ -8,9 +8,10 @@
 # ncu (clocks left alone, as the device notes ask) and profiles the first
 # LAUNCHES (default 4) launches of the kernel named by KERNEL (default gemv:
 # the verification launches of stock and of ID, then the first timed ones;
-# the details say each one's block size and registers). With
-# KERNEL=read_ceiling SKIP=84 it profiles the same-bytes read instead (the
-# ceiling's own 84 launches over 1 GiB come first). Writes
+# the details say each one's block size and registers; SKIP skips that
+# many first). KERNEL=read_ceiling catches the 1 GiB ceiling's launches
+# first, and how many there are varies (it warms up for a time), so no
+# SKIP reliably reaches the same-bytes read. Writes
 # $OUT/ncu_NAME.txt (details page, every section of --set full) and
 # $OUT/ncu_NAME_sass.csv.gz (per-SASS-instruction counters and warp-stall
 # samples). ncu must read counters there: Firecracker machines do.
