@@ -172,14 +172,11 @@ __device__ __forceinline__ float q6k_scale(const Chunk& ch, int g, int h) {
 }
 
 #if GEMV_A
-// q - 32 per byte as a signed byte: q ^ 32 is the 6-bit two's complement
-// of q - 32; its sign bit 5 is copied into bits 6 and 7.
-__device__ __forceinline__ int q6k_signed(u32 q) {
-    const u32 t = q ^ 0x20202020u;
-    const u32 s = t & 0x20202020u;
-    return (int)(t | (s << 1) | (s << 2));
-}
-
+// a=1: q - 32 = (nibble - 32) + 16*hi, so the exact integer dot product
+// (|.| <= 16*32*127) is taken in two parts: the low nibbles with the bias
+// folded in (nibble | 0xE0 is the signed byte nibble - 32) by one dp4a
+// chain, and the two high bits (0..3) by another, scaled by 16:
+// fewer integer instructions than assembling each signed six-bit byte.
 __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
     const int j = kq_quarter(), n = j >> 1, h = j & 1;
 #pragma unroll
@@ -190,12 +187,17 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
         const float dx = __uint_as_float(m.x);
 #pragma unroll
         for (int i = 0; i < GEMV_R; i++) {
-            int s = 0;
-            s = gemv_dp4a(q6k_signed(q6k_q(ch[i], g, 0)), (int)xv.x, s);
-            s = gemv_dp4a(q6k_signed(q6k_q(ch[i], g, 1)), (int)xv.y, s);
-            s = gemv_dp4a(q6k_signed(q6k_q(ch[i], g, 2)), (int)xv.z, s);
-            s = gemv_dp4a(q6k_signed(q6k_q(ch[i], g, 3)), (int)xv.w, s);
-            acc[i] = __fmaf_rn(__fmul_rn(q6k_scale(ch[i], g, h), dx), __int2float_rn(s), acc[i]);
+            int s = 0, t = 0;
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const u32 xw = q6k_word(xv, k);
+                const u32 ql = q6k_word((g & 1) ? ch[i].b : ch[i].a, k);
+                const u32 lo = ((ql >> (4 * (g >> 1))) & 0x0F0F0F0Fu) | 0xE0E0E0E0u;
+                const u32 hi = (q6k_word(ch[i].h, k) >> (2 * g)) & 0x03030303u;
+                s = gemv_dp4a((int)lo, (int)xw, s);
+                t = gemv_dp4a((int)hi, (int)xw, t);
+            }
+            acc[i] = __fmaf_rn(__fmul_rn(q6k_scale(ch[i], g, h), dx), __int2float_rn(s + 16 * t), acc[i]);
         }
     }
 }
