@@ -13,20 +13,24 @@
 #       `autotune bench --variants IDS` with every build in the order given
 #       and then in reverse (A B B A), and writes $OUT/ab_<NAME>.txt
 #       (the raw tables, appended) and $OUT/ab_summary.txt (per build,
-#       format, shape and variant: its medians, one per run).
+#       format, shape and variant: its medians, one per run), and names
+#       on stderr each build whose variants failed (a build that does not
+#       compile would otherwise only be missing from the summary).
 #
-# The third and fourth sessions' experiments (docs/results.md, "Kernels v4"
-# and "Kernels v5") were made this way, e.g. the fourth session's PDL prologues:
+# A sed expression that comments out part of a macro line must use /* */:
+# a // comment swallows the line's continuation backslash.
+#
+# The experiments of docs/results.md since "Kernels v4" were made this way,
+# e.g. the fourth session's PDL prologues:
 #   REV=804b0d4 scripts/ab-kernels.sh build v4     (kernels v4)
 #   scripts/ab-kernels.sh build pdlB
 #   scripts/ab-kernels.sh run q4_0,q4_K,affine4 4096x4096 \
 #       r1f0u2s1w16l1a1,r1f0u1s1w16l1a1,r1f0u1s1w16a1 v4 pdlB
-# The summary gives each run's median, and "/pdl M" its median in a PDL
-# chain where the build prints one. Where to release the dependents is
-# settled (after the last row group: docs/kernels.md); the next experiment
-# is an L2 prefetch of a block's first weights before griddepcontrol.wait,
-# timed in a PDL chain at 4096x4096, 4096x14336 and 28672x4096, where a
-# token loses about 2.4 µs per kernel (docs/results.md).
+# and, on 2026-12-02, the weights prefetched before the wait, the s=3
+# ring's depth (a change to variants/family.go too: build from the working
+# tree, no sed), q6_K's high bits and the x rounding. The summary gives
+# each run's median, and "/pdl M" its median in a PDL chain where the
+# build prints one.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -84,6 +88,10 @@ run() {
 			END { for (k in v) print b, k, v[k] }' "$OUT/ab_$n.txt"
 	done | sort -k2,4 >"$OUT/ab_summary.txt"
 	cat "$OUT/ab_summary.txt"
+	for n in "${names[@]}"; do
+		awk -v b="$n" '$1 != "format" && $3 != "read" && $3 != "ceiling" && $NF != "ok" { bad++; if (!first) first = $0 }
+			END { if (bad) printf "ab-kernels: build %s: %d variant rows did not run, e.g.:\n  %s\n", b, bad, substr(first, 1, 300) }' "$OUT/ab_$n.txt" >&2
+	done
 }
 
 case "${1:-}" in
