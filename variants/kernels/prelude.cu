@@ -225,9 +225,11 @@ __device__ __forceinline__ u32 gemv_q8(float v) {
 // shuffles); ok is false for lanes past the end, which hold zeros.
 // d = amax·(1/127) and id = 1/d, both rounded to f32 (the host model in
 // variants/int8_test.go does the same); q = rne(x·id): |x·id| <= 127 plus
-// a few ulps, so q fits a signed byte (a non-finite x makes d and y
-// non-finite whatever q holds); s = the group's sum of q, by dp4a against
-// ones. About 40 instructions per float4.
+// a few ulps, so q fits a signed byte; s = the group's sum of q, by dp4a
+// against ones. About 40 instructions per float4. x must be finite: an
+// infinity makes its group's d and so y non-finite, but fmaxf drops a NaN
+// from amax and the NaN quantizes to -1, so y stays finite where the f32
+// path's is NaN.
 __device__ __forceinline__ void gemv_xq_put(float4 v, int i, bool ok) {
     float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
     a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
