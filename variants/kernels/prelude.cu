@@ -220,21 +220,32 @@ __device__ __forceinline__ u32 gemv_q8(float v) {
     return __float_as_uint(__fadd_rn(v, 12582912.0f));
 }
 
+// max(a, b), NaN if either is NaN (fmaxf returns the other operand):
+// one max.NaN on sm_80+, a compare and a select below.
+__device__ __forceinline__ float gemv_max_nan(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+    float r;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+#else
+    return (a != a || b != b) ? a + b : fmaxf(a, b);
+#endif
+}
+
 // Quantize the float4 number i of x (values 4i..4i+3, group i/8) and store
 // it; the whole warp calls it together (8 aligned lanes share a group's
 // shuffles); ok is false for lanes past the end, which hold zeros.
 // d = amax·(1/127) and id = 1/d, both rounded to f32 (the host model in
 // variants/int8_test.go does the same); q = rne(x·id): |x·id| <= 127 plus
 // a few ulps, so q fits a signed byte; s = the group's sum of q, by dp4a
-// against ones. About 40 instructions per float4. x must be finite: an
-// infinity makes its group's d and so y non-finite, but fmaxf drops a NaN
-// from amax and the NaN quantizes to -1, so y stays finite where the f32
-// path's is NaN.
+// against ones. About 40 instructions per float4. A NaN in x makes its
+// group's amax and d NaN, and an infinity its d infinite, so y is NaN
+// where the f32 path's is too.
 __device__ __forceinline__ void gemv_xq_put(float4 v, int i, bool ok) {
-    float a = fmaxf(fmaxf(fabsf(v.x), fabsf(v.y)), fmaxf(fabsf(v.z), fabsf(v.w)));
-    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
-    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
-    a = fmaxf(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
+    float a = gemv_max_nan(gemv_max_nan(fabsf(v.x), fabsf(v.y)), gemv_max_nan(fabsf(v.z), fabsf(v.w)));
+    a = gemv_max_nan(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
+    a = gemv_max_nan(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
+    a = gemv_max_nan(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
     const float d = __fmul_rn(a, 1.0f / 127.0f);
     const float id = d != 0.0f ? __frcp_rn(d) : 0.0f;
     const u32 q0 = gemv_q8(__fmul_rn(v.x, id)), q1 = gemv_q8(__fmul_rn(v.y, id));
