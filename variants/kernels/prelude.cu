@@ -158,8 +158,14 @@ __device__ __forceinline__ float4 gemv_x4(const float* __restrict__ x, int c, in
 }
 
 // float4s of x per thread that staging loads before the weights (see
-// gemv_stage_begin).
+// gemv_stage_begin): GEMV_XPRE always; with a=1, GEMV_XPRE_MAX when x
+// is longer than GEMV_XPRE steps.
 #define GEMV_XPRE 4
+#if GEMV_A
+#define GEMV_XPRE_MAX 8
+#else
+#define GEMV_XPRE_MAX GEMV_XPRE
+#endif
 
 #if GEMV_A && !GEMV_S
 #error "a=1 stages int8 activations in shared memory: needs s=1"
@@ -275,9 +281,10 @@ __device__ __forceinline__ void gemv_xq_put(float4 v, int i, bool ok) {
 // lanes (aligned) a group. Float4 number i = lane + 32·(warp + W·j) for j =
 // 0, 1, ...: a warp's 32 float4s of one step are 8 whole groups, and steps
 // are warp-uniform, so the shuffles always have the full warp. The first
-// GEMV_XPRE steps were loaded by gemv_stage_begin (before the weights);
-// the rest go two steps per round trip.
-__device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int cols, const float4 (&pre)[GEMV_XPRE]) {
+// GEMV_XPRE steps, and up to GEMV_XPRE_MAX when x is longer, were loaded
+// by gemv_stage_begin (before the weights); the rest go two steps per
+// round trip.
+__device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int cols, const float4 (&pre)[GEMV_XPRE_MAX]) {
     const float4* x4 = (const float4*)x;
     const int n4 = cols >> 2;  // a multiple of 8: cols is a multiple of 32
     const int lane = threadIdx.x & 31;
@@ -288,26 +295,36 @@ __device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int c
         const int base = first + 32 * GEMV_W * j;
         if (base < n4) gemv_xq_put(pre[j], base + lane, base + lane < n4);
     }
-    for (int base = first + 32 * GEMV_W * GEMV_XPRE; base < n4; base += 64 * GEMV_W) {
-        const int i0 = base + lane, i1 = base + 32 * GEMV_W + lane;
-        const float4 v0 = i0 < n4 ? gemv_ldx(x4 + i0) : zero;
-        const float4 v1 = i1 < n4 ? gemv_ldx(x4 + i1) : zero;
-        gemv_xq_put(v0, i0, i0 < n4);
-        if (base + 32 * GEMV_W < n4) gemv_xq_put(v1, i1, i1 < n4);
+    if (first + 32 * GEMV_W * GEMV_XPRE < n4) {
+#pragma unroll
+        for (int j = GEMV_XPRE; j < GEMV_XPRE_MAX; j++) {
+            const int base = first + 32 * GEMV_W * j;
+            if (base < n4) gemv_xq_put(pre[j], base + lane, base + lane < n4);
+        }
+        for (int base = first + 32 * GEMV_W * GEMV_XPRE_MAX; base < n4; base += 64 * GEMV_W) {
+            const int i0 = base + lane, i1 = base + 32 * GEMV_W + lane;
+            const float4 v0 = i0 < n4 ? gemv_ldx(x4 + i0) : zero;
+            const float4 v1 = i1 < n4 ? gemv_ldx(x4 + i1) : zero;
+            gemv_xq_put(v0, i0, i0 < n4);
+            if (base + 32 * GEMV_W < n4) gemv_xq_put(v1, i1, i1 < n4);
+        }
     }
     __syncthreads();
 }
 #endif
 
-// Staging x (s=1) in two halves. gemv_stage_begin loads this thread's
-// first GEMV_XPRE float4s of x (float4 number lane + 32·(warp + W·j); the
-// whole of x when cols <= 128·W) into registers; the kernel calls it before
-// it issues its first weight loads, so x (an L2 hit) is not queued behind
-// them. gemv_stage_end stores those (with a=1 quantized, see above), loads
-// and stores the rest, and waits for the block: 16-byte loads (cols is a
-// multiple of 8 for every family, x is 16-byte aligned) stored at the
-// padded positions gemv_x4 reads.
-__device__ __forceinline__ void gemv_stage_begin(const float* __restrict__ x, int cols, float4 (&pre)[GEMV_XPRE]) {
+// Staging x (s=1) in two halves. gemv_stage_begin loads this thread's first
+// GEMV_XPRE float4s of x (float4 number lane + 32·(warp + W·j); the whole of
+// x when cols <= 512·W), and with a=1 up to GEMV_XPRE_MAX when x is longer,
+// into registers; the kernel calls it before it issues its first weight
+// loads, so x (an L2 hit) is not queued behind them. The longer reach is
+// behind a branch, so that an x of GEMV_XPRE steps or fewer runs the same
+// instructions as without it (docs/kernels.md, "Loads ahead of use").
+// gemv_stage_end stores those (with a=1 quantized, see above), loads and
+// stores the rest, and waits for the block: 16-byte loads (cols is a
+// multiple of 8 for every family, x is 16-byte aligned) stored at the padded
+// positions gemv_x4 reads.
+__device__ __forceinline__ void gemv_stage_begin(const float* __restrict__ x, int cols, float4 (&pre)[GEMV_XPRE_MAX]) {
 #if GEMV_S
     const float4* x4 = (const float4*)x;
     const int n4 = cols >> 2;
@@ -316,10 +333,17 @@ __device__ __forceinline__ void gemv_stage_begin(const float* __restrict__ x, in
         const int i = (int)threadIdx.x + 32 * GEMV_W * j;
         pre[j] = i < n4 ? gemv_ldx(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
+    if (((int)threadIdx.x & ~31) + 32 * GEMV_W * GEMV_XPRE < n4) {
+#pragma unroll
+        for (int j = GEMV_XPRE; j < GEMV_XPRE_MAX; j++) {
+            const int i = (int)threadIdx.x + 32 * GEMV_W * j;
+            pre[j] = i < n4 ? gemv_ldx(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    }
 #endif
 }
 
-__device__ __forceinline__ void gemv_stage_end(const float* __restrict__ x, int cols, const float4 (&pre)[GEMV_XPRE]) {
+__device__ __forceinline__ void gemv_stage_end(const float* __restrict__ x, int cols, const float4 (&pre)[GEMV_XPRE_MAX]) {
 #if GEMV_A
     gemv_stage_xq(x, cols, pre);
 #elif GEMV_S
@@ -655,7 +679,7 @@ GEMV_KERNEL_HEAD                                                                
     __syncwarp();                                                                       \
     int pg = blockIdx.x, pt = 0;                                                        \
     int prow = (pg * GEMV_W + warp) * GEMV_R;                                           \
-    float4 xpre[GEMV_XPRE];                                                             \
+    float4 xpre[GEMV_XPRE_MAX];                                                         \
     gemv_stage_begin(x, cols, xpre);                                                    \
     _Pragma("unroll") for (int k = 0; k < GEMV_BULK_SLOTS; k++) { GEMV_BULK_ISSUE(k) } \
     gemv_stage_end(x, cols, xpre);                                                      \
@@ -699,7 +723,7 @@ GEMV_KERNEL_HEAD                                                                
 #define GEMV_DEFINE_KERNEL                                                              \
 GEMV_PIPE_HEAD                                                                          \
     const u32 ring = gemv_smem_addr(gemv_xs) + gemv_stage_bytes(cols) + (u32)warp * GEMV_RING_WARP_BYTES; \
-    float4 xpre[GEMV_XPRE];                                                             \
+    float4 xpre[GEMV_XPRE_MAX];                                                         \
     gemv_stage_begin(x, cols, xpre);                                                    \
     if (batched) {                                                                      \
         _Pragma("unroll") for (int k = 0; k < GEMV_U; k++) {                            \
@@ -745,7 +769,7 @@ GEMV_PIPE_HEAD                                                                  
 #else
 #define GEMV_DEFINE_KERNEL                                                              \
 GEMV_PIPE_HEAD                                                                          \
-    float4 xpre[GEMV_XPRE];                                                             \
+    float4 xpre[GEMV_XPRE_MAX];                                                         \
     gemv_stage_begin(x, cols, xpre);                                                    \
     Chunk ch[GEMV_U][GEMV_R];                                                           \
     if (batched) {                                                                      \
