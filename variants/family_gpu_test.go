@@ -212,6 +212,24 @@ func run(dev *gpu.Device, f variants.Family, v loaded, c *gpuCase, lx *lateX) ([
 	return y, nil
 }
 
+// runBuilt loads b, runs it on c as run does (lx: in the late-x chain)
+// and unloads it; ok is false, and nothing runs, where b's gate or the
+// device's limits refuse c's shape.
+func runBuilt(t *testing.T, dev *gpu.Device, f variants.Family, lim space.Limits, b built, c *gpuCase, lx *lateX) (y []float32, ok bool) {
+	t.Helper()
+	l := f.Launch(b.p, c.rows, c.cols)
+	if f.Gate(b.p, c.rows, c.cols) != nil || space.Check(b.p, lim, int(l.SharedBytes)) != nil {
+		return nil, false
+	}
+	v := loadVariant(t, dev, f, b)
+	y, err := run(dev, f, v, c, lx)
+	dev.Do(func(ctx *gpu.Ctx) error { return ctx.UnloadModule(v.m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return y, true
+}
+
 // TestFamiliesOnGPU runs, for every family, every variant that passes its
 // gate (-short: a sample) on fresh random data with NaN-poisoned outputs and
 // checks it is within ErrorBound of the float64 reference and bit-identical

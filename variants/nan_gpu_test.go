@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
-	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/variants"
 )
 
@@ -53,15 +52,9 @@ func TestNaNXOnGPU(t *testing.T) {
 						}
 						checked := 0
 						for _, b := range bs {
-							l := f.Launch(b.p, sh.rows, sh.cols)
-							if f.Gate(b.p, sh.rows, sh.cols) != nil || space.Check(b.p, lim, int(l.SharedBytes)) != nil {
+							y, ok := runBuilt(t, dev, f, lim, b, c, nil)
+							if !ok {
 								continue
-							}
-							v := loadVariant(t, dev, f, b)
-							y, err := run(dev, f, v, c, nil)
-							dev.Do(func(ctx *gpu.Ctx) error { return ctx.UnloadModule(v.m) })
-							if err != nil {
-								t.Fatal(err)
 							}
 							for i, yi := range y {
 								if !pz.ok(yi) {

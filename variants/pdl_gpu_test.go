@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
-	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/variants"
 )
 
@@ -210,15 +209,9 @@ func TestLateXOnGPU(t *testing.T) {
 					}
 					checked := 0
 					for _, b := range bs {
-						l := f.Launch(b.p, sh.rows, sh.cols)
-						if f.Gate(b.p, sh.rows, sh.cols) != nil || space.Check(b.p, lim, int(l.SharedBytes)) != nil {
+						y, ok := runBuilt(t, dev, f, lim, b, c, lx)
+						if !ok {
 							continue
-						}
-						v := loadVariant(t, dev, f, b)
-						y, err := run(dev, f, v, c, lx)
-						dev.Do(func(ctx *gpu.Ctx) error { return ctx.UnloadModule(v.m) })
-						if err != nil {
-							t.Fatal(err)
 						}
 						if e := variants.RelL2(y, c.ref); !(e <= f.ErrorBound(b.p)) {
 							t.Errorf("%s: relative L2 error %.3g > bound %.3g after a late x: it read x before griddepcontrol.wait", b.p.ID(), e, f.ErrorBound(b.p))
