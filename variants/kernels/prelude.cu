@@ -167,6 +167,17 @@ __device__ __forceinline__ float4 gemv_x4(const float* __restrict__ x, int c, in
 #define GEMV_XPRE_MAX GEMV_XPRE
 #endif
 
+// Loads this thread's float4s of x for steps J0..J1-1 into pre[j] (float4
+// number lane + 32·(warp + W·j), zero past n4).
+template <int J0, int J1>
+__device__ __forceinline__ void gemv_x_pre(const float4* __restrict__ x4, int n4, float4 (&pre)[GEMV_XPRE_MAX]) {
+#pragma unroll
+    for (int j = J0; j < J1; j++) {
+        const int i = (int)threadIdx.x + 32 * GEMV_W * j;
+        pre[j] = i < n4 ? gemv_ldx(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+}
+
 #if GEMV_A && !GEMV_S
 #error "a=1 stages int8 activations in shared memory: needs s=1"
 #endif
@@ -284,23 +295,25 @@ __device__ __forceinline__ void gemv_xq_put(float4 v, int i, bool ok) {
 // GEMV_XPRE steps, and up to GEMV_XPRE_MAX when x is longer, were loaded
 // by gemv_stage_begin (before the weights); the rest go two steps per
 // round trip.
+template <int J0, int J1>
+__device__ __forceinline__ void gemv_xq_pre(const float4 (&pre)[GEMV_XPRE_MAX], int first, int n4) {
+    const int lane = threadIdx.x & 31;
+#pragma unroll
+    for (int j = J0; j < J1; j++) {
+        const int base = first + 32 * GEMV_W * j;
+        if (base < n4) gemv_xq_put(pre[j], base + lane, base + lane < n4);
+    }
+}
+
 __device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int cols, const float4 (&pre)[GEMV_XPRE_MAX]) {
     const float4* x4 = (const float4*)x;
     const int n4 = cols >> 2;  // a multiple of 8: cols is a multiple of 32
     const int lane = threadIdx.x & 31;
     const int first = (threadIdx.x >> 5) * 32;
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-    for (int j = 0; j < GEMV_XPRE; j++) {
-        const int base = first + 32 * GEMV_W * j;
-        if (base < n4) gemv_xq_put(pre[j], base + lane, base + lane < n4);
-    }
+    gemv_xq_pre<0, GEMV_XPRE>(pre, first, n4);
     if (first + 32 * GEMV_W * GEMV_XPRE < n4) {
-#pragma unroll
-        for (int j = GEMV_XPRE; j < GEMV_XPRE_MAX; j++) {
-            const int base = first + 32 * GEMV_W * j;
-            if (base < n4) gemv_xq_put(pre[j], base + lane, base + lane < n4);
-        }
+        gemv_xq_pre<GEMV_XPRE, GEMV_XPRE_MAX>(pre, first, n4);
         for (int base = first + 32 * GEMV_W * GEMV_XPRE_MAX; base < n4; base += 64 * GEMV_W) {
             const int i0 = base + lane, i1 = base + 32 * GEMV_W + lane;
             const float4 v0 = i0 < n4 ? gemv_ldx(x4 + i0) : zero;
@@ -328,18 +341,8 @@ __device__ __forceinline__ void gemv_stage_begin(const float* __restrict__ x, in
 #if GEMV_S
     const float4* x4 = (const float4*)x;
     const int n4 = cols >> 2;
-#pragma unroll
-    for (int j = 0; j < GEMV_XPRE; j++) {
-        const int i = (int)threadIdx.x + 32 * GEMV_W * j;
-        pre[j] = i < n4 ? gemv_ldx(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    }
-    if (((int)threadIdx.x & ~31) + 32 * GEMV_W * GEMV_XPRE < n4) {
-#pragma unroll
-        for (int j = GEMV_XPRE; j < GEMV_XPRE_MAX; j++) {
-            const int i = (int)threadIdx.x + 32 * GEMV_W * j;
-            pre[j] = i < n4 ? gemv_ldx(x4 + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        }
-    }
+    gemv_x_pre<0, GEMV_XPRE>(x4, n4, pre);
+    if (((int)threadIdx.x & ~31) + 32 * GEMV_W * GEMV_XPRE < n4) gemv_x_pre<GEMV_XPRE, GEMV_XPRE_MAX>(x4, n4, pre);
 #endif
 }
 
