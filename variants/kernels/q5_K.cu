@@ -124,20 +124,41 @@ __device__ __forceinline__ u32 q5k_word(const uint4& p, int k) {
     return k == 0 ? p.x : k == 1 ? p.y : k == 2 ? p.z : p.w;
 }
 
+__device__ __forceinline__ uint4 q5k_shr(uint4 v, int s) {
+    v.x >>= s; v.y >>= s; v.z >>= s; v.w >>= s;
+    return v;
+}
+
+// The chunk as quarter j consumes it: its qh words shifted right by 2j,
+// so that bits 0 and 1 of each byte are the fifth bits of sub-blocks 2j
+// and 2j+1. One shift per word and chunk, shared by both halves: the
+// shift by 2j + hf per word and half it replaces is a variable shift the
+// compiler cannot hoist (docs/results.md, "2026-12-02, fifth lease").
+__device__ __forceinline__ Chunk q5k_prep(const Chunk& ch, int j) {
+    Chunk c = ch;
+    c.qa = q5k_shr(ch.qa, 2 * j);
+    c.qb = q5k_shr(ch.qb, 2 * j);
+    return c;
+}
+
 // The four 5-bit q (0..31, one per byte) of weights 4k..4k+3 (k = 0..7) of
-// sub-block 2j + hf: nibble hf of qs word k, bit 2j + hf of qh word k.
-__device__ __forceinline__ u32 q5k_q(const Chunk& ch, int j, int hf, int k) {
+// sub-block 2j + hf of a chunk q5k_prep made: nibble hf of qs word k, bit
+// hf of qh word k moved to bit 4 by a constant shift.
+__device__ __forceinline__ u32 q5k_q(const Chunk& ch, int hf, int k) {
     const u32 qs = q5k_word(k < 4 ? ch.a : ch.b, k & 3);
     const u32 qh = q5k_word(k < 4 ? ch.qa : ch.qb, k & 3);
-    return ((qs >> (4 * hf)) & 0x0F0F0F0Fu) | (((qh >> (2 * j + hf)) & 0x01010101u) << 4);
+    return ((qs >> (4 * hf)) & 0x0F0F0F0Fu) | ((qh << (4 - hf)) & 0x10101010u);
 }
 
 #if GEMV_A
 // a=1: half hf of chunk c is x group 2c+hf, int8 q (words xl = q[0..15],
 // xh = q[16..31]) with scale dx and sum sx (prelude.cu); isum = two
 // independent dp4a chains (qs words 0..3 and 4..7), exact (|.| <= 32*31*127).
-__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&cin)[GEMV_R], const float* __restrict__ x, int c) {
     const int j = kq_quarter();
+    Chunk ch[GEMV_R];
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) ch[i] = q5k_prep(cin[i], j);
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
         uint4 xl, xh, m;
@@ -147,14 +168,14 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
 #pragma unroll
         for (int i = 0; i < GEMV_R; i++) {
             int s = 0, t = 0;
-            s = gemv_dp4a((int)q5k_q(ch[i], j, hf, 0), (int)xl.x, s);
-            t = gemv_dp4a((int)q5k_q(ch[i], j, hf, 4), (int)xh.x, t);
-            s = gemv_dp4a((int)q5k_q(ch[i], j, hf, 1), (int)xl.y, s);
-            t = gemv_dp4a((int)q5k_q(ch[i], j, hf, 5), (int)xh.y, t);
-            s = gemv_dp4a((int)q5k_q(ch[i], j, hf, 2), (int)xl.z, s);
-            t = gemv_dp4a((int)q5k_q(ch[i], j, hf, 6), (int)xh.z, t);
-            s = gemv_dp4a((int)q5k_q(ch[i], j, hf, 3), (int)xl.w, s);
-            t = gemv_dp4a((int)q5k_q(ch[i], j, hf, 7), (int)xh.w, t);
+            s = gemv_dp4a((int)q5k_q(ch[i], hf, 0), (int)xl.x, s);
+            t = gemv_dp4a((int)q5k_q(ch[i], hf, 4), (int)xh.x, t);
+            s = gemv_dp4a((int)q5k_q(ch[i], hf, 1), (int)xl.y, s);
+            t = gemv_dp4a((int)q5k_q(ch[i], hf, 5), (int)xh.y, t);
+            s = gemv_dp4a((int)q5k_q(ch[i], hf, 2), (int)xl.z, s);
+            t = gemv_dp4a((int)q5k_q(ch[i], hf, 6), (int)xh.z, t);
+            s = gemv_dp4a((int)q5k_q(ch[i], hf, 3), (int)xl.w, s);
+            t = gemv_dp4a((int)q5k_q(ch[i], hf, 7), (int)xh.w, t);
             float d1, m1, d2, m2;
             kq_scales(ch[i].h, j, d1, m1, d2, m2);
             const float dd = hf == 0 ? d1 : d2;
@@ -164,8 +185,11 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
     }
 }
 #else
-__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&ch)[GEMV_R], const float* __restrict__ x, int c) {
+__device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk (&cin)[GEMV_R], const float* __restrict__ x, int c) {
     const int j = kq_quarter();
+    Chunk ch[GEMV_R];
+#pragma unroll
+    for (int i = 0; i < GEMV_R; i++) ch[i] = q5k_prep(cin[i], j);
 #pragma unroll
     for (int hf = 0; hf < 2; hf++) {
         float sq[GEMV_R];
@@ -181,7 +205,7 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
             sx = __fadd_rn(sx, xv.w);
 #pragma unroll
             for (int i = 0; i < GEMV_R; i++) {
-                const u32 v = q5k_q(ch[i], j, hf, k);
+                const u32 v = q5k_q(ch[i], hf, k);
                 float t = sq[i];
                 t = __fmaf_rn(__fsub_rn(gemv_bytef(v, 0), GEMV_MAGIC), xv.x, t);
                 t = __fmaf_rn(__fsub_rn(gemv_bytef(v, 1), GEMV_MAGIC), xv.y, t);
