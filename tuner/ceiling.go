@@ -8,10 +8,19 @@ import (
 	"github.com/gemvtune/gemvtune/internal/gpu"
 )
 
-// ceilingSource is a plain streaming read: every thread reads 16-byte words
-// in a grid-stride loop, several in flight, and folds them so the compiler
-// keeps the loads. Its GB/s on a buffer far larger than L2 is the device's
-// read ceiling, the yardstick for every variant's GB/s.
+// ceilingSource holds two streaming reads. read_ceiling: every thread
+// reads 16-byte words in a grid-stride loop, several in flight, and folds
+// them so the compiler keeps the loads; its GB/s on a buffer far larger
+// than L2 is the device's read ceiling, the yardstick for every variant's
+// GB/s. chain_read is the read launched as a stage of a decode chain
+// (Chain's read graphs), where most stages read 10-70 MB: every pass of
+// its loop issues a thread's next 8 words at once, out-of-range ones
+// predicated off, so even a stage one pass covers has all its loads in
+// flight together. With wait set it calls griddepcontrol.wait first, as
+// every GEMV does; with x set every block then reads xn words of x, as a
+// GEMV stages its x (an L2 hit) after the wait; with early set its first
+// pass's loads are issued before the wait. It lets the next kernel launch
+// once its loads are done, as the GEMVs do after their last row group.
 const ceilingSource = `
 extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n, unsigned* out) {
     unsigned acc = 0;
@@ -25,6 +34,31 @@ extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n,
         for (int k = 0; k < 8; k++) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
     }
     for (; i < n; i += stride) { uint4 a = __ldg(p + i); acc ^= a.x ^ a.y ^ a.z ^ a.w; }
+    if (acc == 0x9e3779b9u) out[0] = acc;
+}
+extern "C" __global__ void chain_read(const uint4* __restrict__ p, unsigned n, unsigned* out, int wait, int early,
+                                      const uint4* x, unsigned xn) {
+    const unsigned stride = gridDim.x * blockDim.x;
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    uint4 v[8];
+#define CHAIN_READ_PASS                                                                                  \
+    _Pragma("unroll") for (int k = 0; k < 8; k++)                                                         \
+        v[k] = i + k * stride < n ? __ldg(p + i + k * stride) : make_uint4(0, 0, 0, 0)
+    if (early) CHAIN_READ_PASS;
+#if __CUDA_ARCH__ >= 900
+    if (wait) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    unsigned acc = 0;
+    if (x)
+        for (unsigned j = threadIdx.x; j < xn; j += blockDim.x) { uint4 a = __ldcg(x + j); acc ^= a.x ^ a.y ^ a.z ^ a.w; }
+    for (; i < n; i += 8 * stride, early = 0) {
+        if (!early) CHAIN_READ_PASS;
+#pragma unroll
+        for (int k = 0; k < 8; k++) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
+    }
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
     if (acc == 0x9e3779b9u) out[0] = acc;
 }
 `

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -43,6 +44,11 @@ type ChainOptions struct {
 	// others; left out when every stage has the same mode (it would be
 	// one of the first two).
 	Recorded bool
+	// Reads also times the token's weights read by a streaming read, one
+	// kernel per stage over the stage's own bytes, in graphs of the same
+	// edges (ChainResult.Reads, chainReadModes): what launching the token
+	// one kernel at a time allows a kernel that does nothing but read.
+	Reads bool
 	// Samples is how many timed batches of tokens give each median; 0 is
 	// 21.
 	Samples int
@@ -61,17 +67,68 @@ type ChainTiming struct {
 // ChainResult is what one token's GEMVs took: launched plainly in the
 // graph (the embedded timing) and, with ChainOptions.PDL, with PDL edges.
 type ChainResult struct {
-	Stages      int
-	Bytes       int64        // weight bytes one token reads
-	CeilingGBs  float64      // the streaming read measured in the same run
-	ChainTiming              // launched plainly in the graph
-	PDL         *ChainTiming // with PDL edges, under ChainOptions.PDL
-	Recorded    *ChainTiming // as the stages' modes say, under ChainOptions.Recorded
+	Stages int
+	Bytes  int64 // weight bytes one token reads
+	// CeilingGBs is the streaming read's GB/s measured in the same run:
+	// the mean of CeilingBeforeGBs and CeilingAfterGBs, measured before
+	// and after the timed batches, which every PctCeiling divides by.
+	CeilingGBs                        float64
+	CeilingBeforeGBs, CeilingAfterGBs float64
+	ChainTiming                                         // launched plainly in the graph
+	PDL                               *ChainTiming      // with PDL edges, under ChainOptions.PDL
+	Recorded                          *ChainTiming      // as the stages' modes say, under ChainOptions.Recorded
+	Reads                             []ChainModeTiming // under ChainOptions.Reads
 	// MaxRelErr is the largest relative L2 error of a stage's output
 	// against its float64 reference (the stage's own input x).
 	MaxRelErr float64
 	GPUName   string
 }
+
+// ChainModeTiming is a timing of the token in a named mode (Chain's read
+// modes are chainReadModes').
+type ChainModeTiming struct {
+	Mode string
+	ChainTiming
+}
+
+// chainReadModes are the read graphs Chain times under ChainOptions.Reads,
+// in order; the PDL ones from sm_90 on. Each stage is one launch of
+// chain_read (ceilingSource) over the stage's weights: one block of 1024
+// threads per SM, pinned there under PDL edges as the GEMVs' blocks are,
+// each thread with up to 8 loads in flight. A pass of the grid covers
+// SMs·1024·128 bytes (17.3 MB on the H200): every stage of llama-3-8b
+// but gate_up and the lm head in one pass.
+var chainReadModes = []struct {
+	name string
+	pdl  bool // PDL edges before every stage but the first
+	wait bool // griddepcontrol.wait before the loads, as every GEMV
+	x    bool // after the wait every block reads chainReadX bytes of x (an L2 hit), as a GEMV stages x
+	// early issues the first pass's loads before the wait: what a GEMV
+	// whose first weights travelled during the kernel before's tail could
+	// reach.
+	early bool
+}{
+	{name: "reads", wait: true},
+	{name: "reads, PDL", pdl: true, wait: true},
+	{name: "reads, PDL, no wait", pdl: true},
+	{name: "reads, PDL, x", pdl: true, wait: true, x: true},
+	{name: "reads, PDL, x, early", pdl: true, wait: true, x: true, early: true},
+}
+
+// ChainReadModes returns the names of the read modes Chain times under
+// ChainOptions.Reads, in order (ChainModeTiming.Mode); the PDL ones only
+// from sm_90 on.
+func ChainReadModes() []string {
+	names := make([]string, len(chainReadModes))
+	for i, m := range chainReadModes {
+		names[i] = m.name
+	}
+	return names
+}
+
+// chainReadX is the x that the read graphs' "x" modes read after the wait
+// in every block: 16 KiB, a 4096-long float x.
+const chainReadX = 16 << 10
 
 // chainTokens is how many tokens one timed batch replays.
 const chainTokens = 5
@@ -119,7 +176,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		return res, fmt.Errorf("compiling the read-ceiling kernel: %w", err)
 	}
 	w := &worker{dev: dev, info: info}
-	if res.CeilingGBs, err = w.measureCeiling(ceil); err != nil {
+	if res.CeilingBeforeGBs, err = w.measureCeiling(ceil); err != nil {
 		return res, fmt.Errorf("measuring the read ceiling: %w", err)
 	}
 
@@ -166,10 +223,22 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	fns := map[variantKey]gpu.Function{}
 	shared := map[variantKey]int{} // the dynamic shared memory limit set per function
 	var x gpu.DevPtr
-	var graphs []gpu.GraphExec // plain, then with PDL edges when asked
+	var graphs []gpu.GraphExec     // plain, then with PDL edges when asked
+	var readGraphs []gpu.GraphExec // chainReadModes', under opts.Reads
+	var readMod gpu.Module
+	var readOut, readX gpu.DevPtr
 	defer dev.Do(func(c *gpu.Ctx) error {
-		for _, g := range graphs {
+		for _, g := range slices.Concat(graphs, readGraphs) {
 			c.DestroyGraphExec(g)
+		}
+		if readMod != 0 {
+			c.UnloadModule(readMod)
+		}
+		if readOut != 0 {
+			c.Free(readOut)
+		}
+		if readX != 0 {
+			c.Free(readX)
 		}
 		for _, d := range devs {
 			if d.w != 0 {
@@ -193,6 +262,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		d := &devs[i]
 		d.launch = fam.Launch(st.Params, st.Rows, st.Cols)
 		b := packed[weightKey{st.Format, st.Rows, st.Cols, st.Params.L}]
+		d.bytes = len(b)
 		res.Bytes += int64(len(b))
 		cubin := st.Cubin
 		if _, loaded := fns[vk]; !loaded && cubin == nil {
@@ -274,6 +344,51 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			}
 			graphs = append(graphs, g)
 		}
+		if !opts.Reads {
+			return nil
+		}
+		if readMod, err = c.LoadModule(ceil); err != nil {
+			return err
+		}
+		fn, err := c.Function(readMod, "chain_read")
+		if err != nil {
+			return err
+		}
+		if readOut, err = c.Alloc(4); err != nil {
+			return err
+		}
+		if readX, err = c.Alloc(chainReadX); err != nil {
+			return err
+		}
+		if err := c.Memset(readX, 0x3C, chainReadX); err != nil {
+			return err
+		}
+		// One block of 1024 threads per SM; with PDL edges its shared
+		// memory keeps it so (pinnedShared), as a pinned GEMV's does.
+		readLaunch := variants.Launch{Grid: [3]uint32{uint32(info.SMs), 1, 1}, Block: [3]uint32{1024, 1, 1}}
+		limit := 0
+		pinned, err := pinnedShared(c, fn, readLaunch, info, &limit)
+		if err != nil {
+			return err
+		}
+		for _, m := range chainReadModes {
+			if m.pdl && !opts.PDL {
+				continue
+			}
+			cfg := gpu.LaunchConfig{Grid: readLaunch.Grid, Block: readLaunch.Block}
+			if m.pdl {
+				cfg.SharedBytes = pinned
+			}
+			var x gpu.DevPtr
+			if m.x {
+				x = readX
+			}
+			g, err := captureReads(c, s, fn, cfg, devs, readOut, x, m.pdl, m.wait, m.early)
+			if err != nil {
+				return err
+			}
+			readGraphs = append(readGraphs, g)
+		}
 		return nil
 	})
 	if err != nil {
@@ -335,7 +450,8 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	// Time it: batches of chainTokens tokens between CUDA events, the
 	// graphs alternating batch by batch, so a drift of the clocks shifts
 	// both modes alike.
-	samples := make([][]float64, len(graphs))
+	timed := slices.Concat(graphs, readGraphs)
+	samples := make([][]float64, len(timed))
 	err = dev.Do(func(c *gpu.Ctx) error {
 		e0, err := c.NewEvent()
 		if err != nil {
@@ -348,7 +464,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		}
 		defer c.DestroyEvent(e1)
 		for k := -3; k < opts.Samples; k++ { // three batches of warm-up
-			for gi, g := range graphs {
+			for gi, g := range timed {
 				if err := c.Record(e0, 0); err != nil {
 					return err
 				}
@@ -377,14 +493,29 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	if err != nil {
 		return res, fmt.Errorf("timing the token: %w", err)
 	}
-	res.ChainTiming = chainTiming(samples[0], res.Bytes, res.CeilingGBs)
-	if len(samples) > 1 {
-		t := chainTiming(samples[1], res.Bytes, res.CeilingGBs)
-		res.PDL = &t
+	// The ceiling again, after the timing: the same machine's read drifts
+	// by a few percent within a run, and the token's share of it is the
+	// figure this run reports.
+	if res.CeilingAfterGBs, err = w.measureCeiling(ceil); err != nil {
+		return res, fmt.Errorf("measuring the read ceiling after the timing: %w", err)
 	}
-	if len(samples) > 2 {
-		t := chainTiming(samples[2], res.Bytes, res.CeilingGBs)
-		res.Recorded = &t
+	res.CeilingGBs = (res.CeilingBeforeGBs + res.CeilingAfterGBs) / 2
+	timings := make([]ChainTiming, len(samples))
+	for i, smp := range samples {
+		timings[i] = chainTiming(smp, res.Bytes, res.CeilingGBs)
+	}
+	res.ChainTiming = timings[0]
+	if len(graphs) > 1 {
+		res.PDL = &timings[1]
+	}
+	if len(graphs) > 2 {
+		res.Recorded = &timings[2]
+	}
+	for _, m := range chainReadModes {
+		if m.pdl && !opts.PDL || !opts.Reads {
+			continue
+		}
+		res.Reads = append(res.Reads, ChainModeTiming{Mode: m.name, ChainTiming: timings[len(graphs)+len(res.Reads)]})
 	}
 	return res, nil
 }
@@ -405,6 +536,7 @@ func chainTiming(samples []float64, bytes int64, ceilingGBs float64) ChainTiming
 // the token's x, y, rows, cols).
 type chainDev struct {
 	w, y   gpu.DevPtr
+	bytes  int // of w
 	fn     gpu.Function
 	launch variants.Launch
 	args   *gpu.Args
@@ -443,6 +575,41 @@ func captureChain(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev
 		if err := c.Launch(d.fn, cfg, d.args); err != nil {
 			_, _ = c.EndCapture(s)
 			return 0, fmt.Errorf("%s: %w", stages[i].Name, err)
+		}
+	}
+	g, err := c.EndCapture(s)
+	if err != nil {
+		return 0, err
+	}
+	defer c.DestroyGraph(g)
+	return c.Instantiate(g)
+}
+
+// captureReads captures, on s, one launch of the chain's streaming read
+// fn with cfg per stage over the stage's weights (rounded down to 16
+// bytes), with PDL edges before all but the first where pdl, each read
+// waiting at griddepcontrol.wait first where wait, reading x (chainReadX
+// bytes) after it where x is set, its first loads issued before it where
+// early, and instantiates the graph.
+func captureReads(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfig, devs []chainDev, out, x gpu.DevPtr, pdl, wait, early bool) (gpu.GraphExec, error) {
+	flag := func(b bool) int32 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	if err := c.BeginCapture(s); err != nil {
+		return 0, err
+	}
+	for i, d := range devs {
+		args, err := gpu.NewArgs(d.w, uint32(d.bytes/16), out, flag(wait), flag(early), x, uint32(chainReadX/16))
+		if err == nil {
+			cfg.Stream, cfg.PDL = s, pdl && i > 0
+			err = c.Launch(fn, cfg, args)
+		}
+		if err != nil {
+			_, _ = c.EndCapture(s)
+			return 0, err
 		}
 	}
 	g, err := c.EndCapture(s)

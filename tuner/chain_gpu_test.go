@@ -28,9 +28,25 @@ func TestChainOnGPU(t *testing.T) {
 		{Name: "lm-head", Format: "q4_0", Rows: 32768, Cols: 4096, Params: ring},
 	}
 	pdl := infos[0].Arch.Major >= 9
-	r, err := Chain(context.Background(), 0, stages, ChainOptions{PDL: pdl, Recorded: pdl, Samples: 5})
+	r, err := Chain(context.Background(), 0, stages, ChainOptions{PDL: pdl, Recorded: pdl, Reads: true, Samples: 5})
 	if err != nil {
 		t.Fatal(err)
+	}
+	wantReads := 1
+	if pdl {
+		wantReads = len(chainReadModes)
+	}
+	if len(r.Reads) != wantReads {
+		t.Fatalf("%d read timings, want %d: %+v", len(r.Reads), wantReads, r.Reads)
+	}
+	for _, rd := range r.Reads {
+		if rd.MedianUS <= 0 {
+			t.Fatalf("%s: %+v", rd.Mode, rd)
+		}
+		t.Logf("%s: %.1f µs per token, %.1f %% of the ceiling", rd.Mode, rd.MedianUS, rd.PctCeiling)
+	}
+	if r.CeilingBeforeGBs <= 0 || r.CeilingAfterGBs <= 0 || r.CeilingGBs != (r.CeilingBeforeGBs+r.CeilingAfterGBs)/2 {
+		t.Fatalf("ceilings %.0f before, %.0f after, %.0f used", r.CeilingBeforeGBs, r.CeilingAfterGBs, r.CeilingGBs)
 	}
 	if r.MedianUS <= 0 || r.CeilingGBs <= 0 || r.Bytes <= 0 || r.Stages != len(stages) || (r.PDL != nil) != pdl || (r.Recorded != nil) != pdl {
 		t.Fatalf("%+v", r)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gemvtune/gemvtune/internal/gpu"
 	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/variants"
 )
@@ -57,5 +58,25 @@ func TestChainWeights(t *testing.T) {
 	}
 	if _, finite := relL2([]float32{float32(math.Inf(1))}, []float64{1}); finite {
 		t.Error("relL2 calls an infinite output finite")
+	}
+}
+
+// TestCeilingSourceCompiles compiles the streaming reads (the ceiling's and
+// the chain's, with and without PDL's instructions) for an arch below
+// sm_90 and for sm_90 with a local NVRTC; it skips without one.
+func TestCeilingSourceCompiles(t *testing.T) {
+	libs, err := gpu.FindNVRTC()
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	for _, arch := range []gpu.Arch{{Major: 8, Minor: 0}, {Major: 9, Minor: 0}} {
+		n, err := gpu.ChooseNVRTC(libs, arch)
+		if err != nil {
+			t.Errorf("%s: %v", arch, err)
+			continue
+		}
+		if _, _, err := n.Compile(ceilingSource, "read_ceiling.cu", arch); err != nil {
+			t.Errorf("%s: %v", arch, err)
+		}
 	}
 }

@@ -20,7 +20,10 @@ var (
 
 // chainChoices are whose variants a token runs: stock's (v1 everywhere)
 // or the cache's; each is timed plainly and, from sm_90 on, with PDL edges
-// and, where the choices' recorded launch modes differ, as they say.
+// and, where the choices' recorded launch modes differ, as they say. The
+// tuned token's run also times its weights read by one streaming-read
+// kernel per stage (tuner.ChainOptions.Reads): what one kernel per GEMV
+// allows, in the same batches.
 var chainChoices = []struct {
 	name  string
 	tuned bool
@@ -58,7 +61,7 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 	}
 	row := func(f, mode string, r tuner.ChainResult, t tuner.ChainTiming) error {
 		_, err := fmt.Fprintf(stdout, chainRow, f, mode, fmt.Sprintf("%.1f", t.MedianUS), fmt.Sprintf("%.1f–%.1f", t.LoUS, t.HiUS),
-			fmt.Sprintf("%.1f", float64(r.Bytes)/1e6), fmt.Sprintf("%.0f", r.CeilingGBs), fmt.Sprintf("%.1f", float64(r.Bytes)/(r.CeilingGBs*1e3)),
+			fmt.Sprintf("%.1f", float64(r.Bytes)/1e6), fmt.Sprintf("%.0f (%.0f–%.0f)", r.CeilingGBs, r.CeilingBeforeGBs, r.CeilingAfterGBs), fmt.Sprintf("%.1f", float64(r.Bytes)/(r.CeilingGBs*1e3)),
 			fmt.Sprintf("%.1f", t.PctCeiling), fmt.Sprintf("%.0f", t.TokPerS), fmt.Sprintf("%.2g", r.MaxRelErr))
 		return err
 	}
@@ -69,25 +72,23 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 			if err != nil {
 				return fmt.Errorf("bench --chain %s: %w", f, err)
 			}
-			r, err := chainFn(ctx, ordinal, stages, tuner.ChainOptions{PDL: pdl, Recorded: pdl})
+			r, err := chainFn(ctx, ordinal, stages, tuner.ChainOptions{PDL: pdl, Recorded: pdl, Reads: ch.tuned})
 			if err != nil {
 				return fmt.Errorf("bench --chain %s (%s): %w", f, ch.name, err)
 			}
-			if err := row(f, ch.name, r, r.ChainTiming); err != nil {
-				return err
-			}
-			if r.PDL == nil {
-				continue
-			}
-			if err := row(f, ch.name+", PDL", r, *r.PDL); err != nil {
-				return err
+			modes := []tuner.ChainModeTiming{{Mode: ch.name, ChainTiming: r.ChainTiming}}
+			if r.PDL != nil {
+				modes = append(modes, tuner.ChainModeTiming{Mode: ch.name + ", PDL", ChainTiming: *r.PDL})
 			}
 			if r.Recorded != nil {
-				if err := row(f, ch.name+", as recorded", r, *r.Recorded); err != nil {
+				modes = append(modes, tuner.ChainModeTiming{Mode: ch.name + ", as recorded", ChainTiming: *r.Recorded})
+			}
+			for _, m := range append(modes, r.Reads...) {
+				if err := row(f, m.Mode, r, m.ChainTiming); err != nil {
 					return err
 				}
 			}
-			if ch.tuned {
+			if ch.tuned && r.PDL != nil {
 				verdicts = append(verdicts, launchVerdict(f, r.ChainTiming, *r.PDL))
 			}
 		}
@@ -118,7 +119,7 @@ func launchVerdict(format string, plain, pdl tuner.ChainTiming) string {
 
 // chainRow is one line of the chain table, right-aligned columns wide
 // enough for the header and for every value a token can take.
-const chainRow = "%8s  %18s  %9s  %17s  %9s  %12s  %16s  %12s  %10s  %11s\n"
+const chainRow = "%8s  %20s  %9s  %17s  %9s  %16s  %16s  %12s  %10s  %11s\n"
 
 // chainStages is the token's GEMVs in format with stock (v1) everywhere,
 // or with what the policy chooses for this GPU (its cubin when stored,

@@ -22,16 +22,23 @@ func TestBenchChain(t *testing.T) {
 		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA H200", Arch: gpu.Arch{Major: 9, Minor: 0}}}, nil
 	})
 	type call struct {
-		stages []tuner.ChainStage
-		pdl    bool
+		stages     []tuner.ChainStage
+		pdl, reads bool
 	}
 	var calls []call
 	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
-		calls = append(calls, call{stages, opts.PDL})
-		r := tuner.ChainResult{Stages: len(stages), Bytes: 4.2e9, CeilingGBs: 4400, MaxRelErr: 3e-7,
+		calls = append(calls, call{stages, opts.PDL, opts.Reads})
+		r := tuner.ChainResult{Stages: len(stages), Bytes: 4.2e9, CeilingGBs: 4400, CeilingBeforeGBs: 4380, CeilingAfterGBs: 4420, MaxRelErr: 3e-7,
 			ChainTiming: tuner.ChainTiming{MedianUS: 1100, LoUS: 1090, HiUS: 1110, PctCeiling: 86.8, TokPerS: 909}}
 		if opts.PDL { // PDL edges slower, as on the H200
 			r.PDL = &tuner.ChainTiming{MedianUS: 1210, LoUS: 1200, HiUS: 1220, PctCeiling: 78.9, TokPerS: 826}
+		}
+		if opts.Reads { // every mode's name, so the widths are checked for each
+			for i, m := range tuner.ChainReadModes() {
+				if i == 0 || opts.PDL {
+					r.Reads = append(r.Reads, tuner.ChainModeTiming{Mode: m, ChainTiming: tuner.ChainTiming{MedianUS: 1050.5 - 50.25*float64(i)}})
+				}
+			}
 		}
 		return r, nil
 	})
@@ -44,8 +51,8 @@ func TestBenchChain(t *testing.T) {
 	}
 	for i, c := range calls {
 		tuned := i == 1
-		if !c.pdl || len(c.stages) != 32*4+1 {
-			t.Errorf("run %d: PDL %v, %d stages", i, c.pdl, len(c.stages))
+		if !c.pdl || c.reads != tuned || len(c.stages) != 32*4+1 {
+			t.Errorf("run %d: PDL %v, reads %v, %d stages", i, c.pdl, c.reads, len(c.stages))
 		}
 		for _, st := range c.stages {
 			// The record at 28672x4096 serves every 4096-col shape (the
@@ -62,7 +69,8 @@ func TestBenchChain(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"one token of llama-3-8b (129 GEMVs) on GPU 0, NVIDIA H200", "stock, PDL", "tuned, PDL", "1100.0", "86.8", "909"} {
+	for _, want := range []string{"one token of llama-3-8b (129 GEMVs) on GPU 0, NVIDIA H200", "stock, PDL", "tuned, PDL", "1100.0", "86.8", "909",
+		"4400 (4380–4420)", " reads  ", "1050.5", "reads, PDL, no wait", "950.0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -90,7 +98,7 @@ func TestBenchChain(t *testing.T) {
 		t.Fatalf("sm_80: %v (%s)", err, errw.String())
 	}
 	if len(calls) != 2 || calls[0].pdl || calls[1].pdl || !strings.Contains(errw.String(), "no PDL modes") || strings.Contains(out.String(), "launch") ||
-		strings.Count(strings.TrimSpace(out.String()), "\n") != 3 {
+		strings.Count(strings.TrimSpace(out.String()), "\n") != 4 || !strings.Contains(out.String(), " reads  ") || strings.Contains(out.String(), "no wait") {
 		t.Errorf("sm_80: %d runs (%v), stderr %q, stdout:\n%s", len(calls), calls, errw.String(), out.String())
 	}
 	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
