@@ -69,22 +69,26 @@ const readID = "read"
 
 // measureCeiling times the streaming read over 1 GiB (well past 4 × L2)
 // for a few grid and block sizes and returns the best median GB/s. The
-// kernel stays loaded, with its best launch, for the same-bytes read of
-// each job (readLaunches).
+// module (cubin, ceilingSource's) is loaded on the first call and stays
+// loaded, the kernel with its best launch, for the same-bytes read of each
+// job (readLaunches) and the chain's reads.
 func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 	const bytes = 1 << 30
 	var best float64
 	err := w.dev.Do(func(c *gpu.Ctx) error {
-		mod, err := c.LoadModule(cubin)
-		if err != nil {
-			return err
+		if w.ceilingMod == 0 {
+			mod, err := c.LoadModule(cubin)
+			if err != nil {
+				return err
+			}
+			fn, err := c.Function(mod, "read_ceiling")
+			if err != nil {
+				_ = c.UnloadModule(mod)
+				return err
+			}
+			w.ceilingMod, w.ceiling = mod, fn
 		}
-		fn, err := c.Function(mod, "read_ceiling")
-		if err != nil {
-			_ = c.UnloadModule(mod)
-			return err
-		}
-		w.ceiling = fn
+		fn := w.ceiling
 		buf, err := c.Alloc(bytes)
 		if err != nil {
 			return err

@@ -225,14 +225,13 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	var x gpu.DevPtr
 	var graphs []gpu.GraphExec     // plain, then with PDL edges when asked
 	var readGraphs []gpu.GraphExec // chainReadModes', under opts.Reads
-	var readMod gpu.Module
 	var readOut, readX gpu.DevPtr
 	defer dev.Do(func(c *gpu.Ctx) error {
 		for _, g := range slices.Concat(graphs, readGraphs) {
 			c.DestroyGraphExec(g)
 		}
-		if readMod != 0 {
-			c.UnloadModule(readMod)
+		if w.ceilingMod != 0 {
+			c.UnloadModule(w.ceilingMod)
 		}
 		if readOut != 0 {
 			c.Free(readOut)
@@ -347,10 +346,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		if !opts.Reads {
 			return nil
 		}
-		if readMod, err = c.LoadModule(ceil); err != nil {
-			return err
-		}
-		fn, err := c.Function(readMod, "chain_read")
+		fn, err := c.Function(w.ceilingMod, "chain_read")
 		if err != nil {
 			return err
 		}
@@ -379,11 +375,11 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			if m.pdl {
 				cfg.SharedBytes = pinned
 			}
-			var x gpu.DevPtr
+			var xArg gpu.DevPtr // nil: no x
 			if m.x {
-				x = readX
+				xArg = readX
 			}
-			g, err := captureReads(c, s, fn, cfg, devs, readOut, x, m.pdl, m.wait, m.early)
+			g, err := captureReads(c, s, fn, cfg, devs, readOut, xArg, m.pdl, m.wait, m.early)
 			if err != nil {
 				return err
 			}
@@ -563,26 +559,18 @@ func mixedModes(stages []ChainStage) bool {
 // dependent launch (a programmatic edge in the graph) and its PDL shared
 // memory.
 func captureChain(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, m chainMode) (gpu.GraphExec, error) {
-	if err := c.BeginCapture(s); err != nil {
-		return 0, err
-	}
-	for i, d := range devs {
+	return captureGraph(c, s, len(devs), func(i int) error {
+		d := devs[i]
 		pdl := i > 0 && (m.pdl || m.recorded && stages[i].LaunchPDL)
 		cfg := gpu.LaunchConfig{Grid: d.launch.Grid, Block: d.launch.Block, SharedBytes: d.launch.SharedBytes, Stream: s, PDL: pdl}
 		if pdl {
 			cfg.SharedBytes = max(cfg.SharedBytes, stages[i].PDLShared)
 		}
 		if err := c.Launch(d.fn, cfg, d.args); err != nil {
-			_, _ = c.EndCapture(s)
-			return 0, fmt.Errorf("%s: %w", stages[i].Name, err)
+			return fmt.Errorf("%s: %w", stages[i].Name, err)
 		}
-	}
-	g, err := c.EndCapture(s)
-	if err != nil {
-		return 0, err
-	}
-	defer c.DestroyGraph(g)
-	return c.Instantiate(g)
+		return nil
+	})
 }
 
 // captureReads captures, on s, one launch of the chain's streaming read
@@ -598,16 +586,24 @@ func captureReads(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfi
 		}
 		return 0
 	}
+	return captureGraph(c, s, len(devs), func(i int) error {
+		args, err := gpu.NewArgs(devs[i].w, uint32(devs[i].bytes/16), out, flag(wait), flag(early), x, uint32(chainReadX/16))
+		if err != nil {
+			return err
+		}
+		cfg.Stream, cfg.PDL = s, pdl && i > 0
+		return c.Launch(fn, cfg, args)
+	})
+}
+
+// captureGraph captures launch(0) … launch(n-1) on s into a graph and
+// instantiates it; a launch's error ends the capture.
+func captureGraph(c *gpu.Ctx, s gpu.Stream, n int, launch func(i int) error) (gpu.GraphExec, error) {
 	if err := c.BeginCapture(s); err != nil {
 		return 0, err
 	}
-	for i, d := range devs {
-		args, err := gpu.NewArgs(d.w, uint32(d.bytes/16), out, flag(wait), flag(early), x, uint32(chainReadX/16))
-		if err == nil {
-			cfg.Stream, cfg.PDL = s, pdl && i > 0
-			err = c.Launch(fn, cfg, args)
-		}
-		if err != nil {
+	for i := range n {
+		if err := launch(i); err != nil {
 			_, _ = c.EndCapture(s)
 			return 0, err
 		}

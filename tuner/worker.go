@@ -55,11 +55,12 @@ type loadedModule struct {
 }
 
 type worker struct {
-	dev     *gpu.Device
-	info    gpu.Info
-	mods    map[string]*loadedModule
-	shape   *workerShape
-	ceiling gpu.Function // the streaming-read kernel (measureCeiling)
+	dev        *gpu.Device
+	info       gpu.Info
+	mods       map[string]*loadedModule
+	shape      *workerShape
+	ceilingMod gpu.Module   // ceilingSource's module, loaded once (measureCeiling)
+	ceiling    gpu.Function // its streaming-read kernel
 	// ceilingCfg is the grid and block that gave the ceiling.
 	ceilingCfg gpu.LaunchConfig
 }
