@@ -225,6 +225,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	var x gpu.DevPtr
 	var graphs []gpu.GraphExec     // plain, then with PDL edges when asked
 	var readGraphs []gpu.GraphExec // chainReadModes', under opts.Reads
+	var readNames []string         // their modes' names
 	var readOut, readX gpu.DevPtr
 	defer dev.Do(func(c *gpu.Ctx) error {
 		for _, g := range slices.Concat(graphs, readGraphs) {
@@ -384,6 +385,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 				return err
 			}
 			readGraphs = append(readGraphs, g)
+			readNames = append(readNames, m.name)
 		}
 		return nil
 	})
@@ -507,11 +509,8 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	if len(graphs) > 2 {
 		res.Recorded = &timings[2]
 	}
-	for _, m := range chainReadModes {
-		if m.pdl && !opts.PDL || !opts.Reads {
-			continue
-		}
-		res.Reads = append(res.Reads, ChainModeTiming{Mode: m.name, ChainTiming: timings[len(graphs)+len(res.Reads)]})
+	for i, name := range readNames {
+		res.Reads = append(res.Reads, ChainModeTiming{Mode: name, ChainTiming: timings[len(graphs)+i]})
 	}
 	return res, nil
 }
