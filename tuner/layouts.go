@@ -40,10 +40,11 @@ var searchRules = []searchRule{
 	{func(c searchContext, p space.Params) (bool, string) {
 		return p.L == 0 && c.repacked, fmt.Sprintf("%s l=0 (raw bytes) is not searched: its repacked layouts beat it at every llama-3-8b shape on the H200 (docs/results.md); stock stays raw", c.format)
 	}},
-	// q8_0's tiles of 8 blocks: 0.6-9.5 % behind its planes (l=1) at every
-	// shape since the planes got the weight ring.
+	// q8_0's tiles of 8 blocks with s≤2: 0.6-9.5 % behind its planes (l=1)
+	// at every shape since the planes got the weight ring. s=3 has l=2
+	// only (a warp step is four whole tiles).
 	{func(c searchContext, p space.Params) (bool, string) {
-		return c.format == "q8_0" && p.L == 2, "q8_0 l=2 (tiles of 8 blocks) is not searched: 0.6-9.5 % behind l=1 at every llama-3-8b shape on the H200 (docs/results.md)"
+		return c.format == "q8_0" && p.L == 2 && p.S <= 2, fmt.Sprintf("q8_0 l=2 (tiles of 8 blocks) with s=%d is not searched: 0.6-9.5 %% behind l=1 at every llama-3-8b shape on the H200 (docs/results.md)", p.S)
 	}},
 	// The rings with 2 or 4 warps: in the fourth session's tunes (run9,
 	// run10) the best of them was 10-51 % slower than the job's best, and
@@ -58,9 +59,10 @@ var searchRules = []searchRule{
 	}},
 	// Where the bulk ring runs, the 4-bit formats' s=0 and s=1 never won:
 	// s=3 took 18 of 21 jobs of run13 and s=2 the rest, s=1 was 1.3-31 %
-	// behind and s=0 41-124 %.
+	// behind and s=0 41-124 %. q8_0's s=1 won 4 of its 7 jobs before q8_0
+	// had s=3 and none of one tune's after: too little to drop it.
 	{func(c searchContext, p space.Params) (bool, string) {
-		return c.format != "bf16" && c.bulk && c.arch.Major >= 9 && p.S <= 1, fmt.Sprintf("%s s=%d is not searched on sm_90 and newer: the weight rings (s=2, s=3) beat it at every llama-3-8b shape on the H200 (docs/results.md); stock stays", c.format, p.S)
+		return !slices.Contains([]string{"bf16", "q8_0"}, c.format) && c.bulk && c.arch.Major >= 9 && p.S <= 1, fmt.Sprintf("%s s=%d is not searched on sm_90 and newer: the weight rings (s=2, s=3) beat it at every llama-3-8b shape on the H200 (docs/results.md); stock stays", c.format, p.S)
 	}},
 }
 

@@ -26,7 +26,10 @@ func TestSearchSpaceLayouts(t *testing.T) {
 		{"q4_0", "r2f0u2s3w16l2", true, ""},
 		{"q4_0", "r2f0u2s2w16l2a1", true, ""},
 		{"q8_0", "r2f0u2s2w16l1a1", true, ""},
-		{"q8_0", "r2f0u2s2w16l2a1", false, "q8_0 l=2 (tiles of 8 blocks) is not searched"},
+		{"q8_0", "r2f0u2s2w16l2a1", false, "q8_0 l=2 (tiles of 8 blocks) with s=2 is not searched"},
+		{"q8_0", "r2f0u2s1w16l2a1", false, "q8_0 l=2 (tiles of 8 blocks) with s=1 is not searched"},
+		{"q8_0", "r2f0u2s3w16l2a1", true, ""}, // s=3 has only the tiles
+		{"q8_0", "r1f0u2s3w8l2", true, ""},
 		{"q8_0", "r1f0u2s0w8", false, "q8_0 l=0"},
 		{"q4_K", "r1f0u1s1w16a1", false, "q4_K l=0"},
 		{"q4_K", "r1f0u1s1w16l1a1", false, "q4_K s=1"},
@@ -39,7 +42,8 @@ func TestSearchSpaceLayouts(t *testing.T) {
 		{"bf16", "r4f0u4s1w8", true, ""},
 		{"bf16", "r4f0u4s0w8", true, ""},
 		{"bf16", "r4f0u4s3w8", false, "bf16 s=3 (bulk copies) is not searched"},
-		{"q8_0", "r2f0u2s1w16l1a1", true, ""}, // no bulk ring: every staging
+		{"q8_0", "r2f0u2s1w16l1a1", true, ""}, // its s=1 stays beside the bulk ring
+		{"q8_0", "r2f0u2s0w16l1", true, ""},
 	}
 	spaces := map[string]map[space.Params]string{}
 	for _, tc := range tests {
@@ -101,6 +105,7 @@ func TestUntunedStagingArch(t *testing.T) {
 		{"q4_0", true, space.Arch{Major: 9, Minor: 0}, s3, false},
 		{"q4_0", true, space.Arch{Major: 9, Minor: 0}, space.Stock, false},
 		{"bf16", true, space.Arch{Major: 9, Minor: 0}, s1, false},
+		{"q8_0", true, space.Arch{Major: 9, Minor: 0}, s1, false},
 	} {
 		c := searchContext{format: tc.name, repacked: tc.name != "bf16", bulk: tc.bulk, arch: tc.arch}
 		if got := unsearched(c, tc.p) != ""; got != tc.skipped {

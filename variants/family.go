@@ -143,8 +143,9 @@ func (f *family) bulkWarpBytes(p space.Params) int {
 
 // bulkTileBytes is one row's warp tile in layout l (GEMV_TILE): the bytes
 // of the 32 chunks a warp consumes in one step (q4_0 and affine4 576,
-// q4_K 1152, bf16 512); 0 where l has no s=3. Repacked layouts keep the
-// raw size, so the format's byte count of one row of 32 chunks is it.
+// q8_0 1088, q4_K 1152, bf16 512); 0 where l has no s=3. Repacked layouts
+// keep the raw size, so the format's byte count of one row of 32 chunks
+// is it.
 func (f *family) bulkTileBytes(l int) int {
 	if !slices.Contains(f.bulk, l) {
 		return 0

@@ -143,6 +143,10 @@ func TestGate(t *testing.T) {
 		{"q8_0", mustParse(t, "r1f0u2s2w8l2"), 3, 256, ""},
 		{"q8_0", mustParse(t, "r1f0u2s2w8l1a1"), 3, 64, ""},
 		{"q8_0", mustParse(t, "r1f0u2s2w8"), 3, 256, "q8_0 s=2 (weight ring) needs layout l in 1, 2, got l=0"},
+		// q8_0's bulk copies take a warp step's four tiles of l=2.
+		{"q8_0", mustParse(t, "r1f0u2s3w8l2a1"), 3, 1024, ""},
+		{"q8_0", mustParse(t, "r1f0u2s3w8l2"), 3, 768, "q8_0 s=3 copies whole warp tiles of 1024 weights: needs cols a multiple of 1024, got 768"},
+		{"q8_0", mustParse(t, "r1f0u2s3w8l1"), 3, 1024, "q8_0 s=3 (bulk copies of whole tiles) needs layout l in 2, got l=1"},
 		// q6_K's raw blocks are 2-byte aligned: its ring and bulk copies
 		// need the interleaved tiles; q5_K's 176-byte blocks have a ring.
 		{"q6_K", v1, 37, 256, ""},
@@ -234,6 +238,7 @@ func TestLaunch(t *testing.T) {
 		// barriers per warp.
 		{"q4_0", "r2f0u2s3w16l2a1", 8192/32*48 + 16*2*(2*2*576+8)},
 		{"q4_K", "r1f0u1s3w16l1a1", 8192/64*112 + 16*2*(1*1*1152+8)},
+		{"q8_0", "r1f0u2s3w8l2a1", 8192/32*48 + 8*2*(1*2*1088+8)},
 		{"affine4", "r2f0u4s3w8l1", 8192*4 + 8192/32*16 + 8*2*(2*4*576+8)},
 		{"bf16", "r4f0u4s3w8", 8192*4 + 8*2*(4*4*512+8)},
 	} {
@@ -241,7 +246,7 @@ func TestLaunch(t *testing.T) {
 			t.Errorf("%s %s smem %d, want %d", tc.format, tc.id, got, tc.want)
 		}
 	}
-	for format, want := range map[string][]int{"q4_0": {0, 1, 2, 3}, "q8_0": {0, 1, 2}, "bf16": {0, 1, 2, 3}, "q4_K": {0, 1, 2, 3}, "q5_K": {0, 1, 2, 3}, "q6_K": {0, 1, 2, 3}, "affine4": {0, 1, 2, 3}} {
+	for format, want := range map[string][]int{"q4_0": {0, 1, 2, 3}, "q8_0": {0, 1, 2, 3}, "bf16": {0, 1, 2, 3}, "q4_K": {0, 1, 2, 3}, "q5_K": {0, 1, 2, 3}, "q6_K": {0, 1, 2, 3}, "affine4": {0, 1, 2, 3}} {
 		if got := mustFamily(t, format).Stagings(); !slices.Equal(got, want) {
 			t.Errorf("%s Stagings() = %v, want %v", format, got, want)
 		}

@@ -72,6 +72,19 @@ __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) { gemv_pf
 // qs (two 16-byte loads plus the d from the tile's first 16 bytes).
 struct Chunk { uint4 a, b; u32 h; };
 
+#if GEMV_L == 2
+// Chunk j (0..31) of a warp step's four tiles (1088 bytes from t), from
+// global or shared memory (Ld).
+template <class Ld>
+__device__ __forceinline__ void q80_step_chunk(Chunk& ch, const unsigned char* t, int j) {
+    const unsigned char* tile = t + (j >> 3) * 272;
+    const int pos = j & 7;
+    ch.a = Ld::v4(tile + 16 + pos * 32);
+    ch.b = Ld::v4(tile + 32 + pos * 32);
+    ch.h = Ld::h16(tile + pos * 2);
+}
+#endif
+
 __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
 #if GEMV_L == 1
     const unsigned char* p = r.q + (size_t)c * 32;
@@ -79,13 +92,18 @@ __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
     ch.b = gemv_ld128(p + 16);
     ch.h = gemv_ld16(r.s + (size_t)c * 2);
 #else
-    const unsigned char* t = r.q + (size_t)(c >> 3) * 272;
-    const int pos = c & 7;
-    ch.a = gemv_ld128(t + 16 + pos * 32);
-    ch.b = gemv_ld128(t + 32 + pos * 32);
-    ch.h = gemv_ld16(t + pos * 2);
+    q80_step_chunk<GemvGlobal>(ch, r.q + (size_t)(c >> 5) * 1088, c & 31);
 #endif
 }
+
+#if GEMV_S == 3
+// s=3 (l=2): chunk j of a warp step landed whole in shared memory. Lanes
+// j and j+4 of a quarter warp share banks (32-byte stride): two
+// wavefronts per 16-byte read, well inside shared memory's rate.
+__device__ __forceinline__ void chunk_land_tile(Chunk& ch, const unsigned char* t, int j) {
+    q80_step_chunk<GemvShared>(ch, t, j);
+}
+#endif
 
 // L2 prefetch of chunk c's lines (the kernel's second batch during staging).
 __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
