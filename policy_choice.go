@@ -91,9 +91,9 @@ type Evidence struct {
 	// tuned shape (Choice.PDLSharedBytes for a tuned choice); 0 when not
 	// measured.
 	PDLShared int
-	// LaunchPDL is the launch mode the winner was recorded in: its PDL
-	// chain was faster than a chain of its plain launches timed in the
-	// same rounds, beyond both intervals.
+	// LaunchPDL is the launch mode the winner was recorded in: a chain of
+	// its plain launches timed in the same rounds was not faster than its
+	// PDL chain beyond both intervals.
 	LaunchPDL  bool
 	GPUName    string    // GPU it was measured on
 	Time       time.Time // when

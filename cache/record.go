@@ -58,8 +58,8 @@ type Record struct {
 	// dependent launch"). 0 when not measured.
 	PDLShared int `json:"pdl_shared_bytes,omitempty"`
 	// LaunchPDL is the launch mode the winner was recorded in: true when
-	// its PDL chain (with PDLShared) was faster than a chain of its plain
-	// launches timed in the same rounds, beyond both intervals.
+	// a chain of its plain launches timed in the same rounds was not
+	// faster than its PDL chain (with PDLShared) beyond both intervals.
 	LaunchPDL     bool    `json:"launch_pdl,omitempty"`
 	StockMedianUS float64 `json:"stock_median_us"` // stock's median
 	StockGBs      float64 `json:"stock_gbs"`       // stock's GB/s

@@ -236,8 +236,8 @@ const pdlPrefix = "pdl:"
 // verified candidates when every is set) of d.Candidates in chains of their
 // own PDL launches, on sm_90 and newer (PDLUS); the winners (every
 // candidate when every is set), whose launch mode a record keeps, also in
-// a chain of their plain launches in the same rounds: LaunchPDL where the
-// PDL chain is the faster beyond both intervals. A yardstick like the
+// a chain of their plain launches in the same rounds: LaunchPDL unless the
+// plain chain is the faster beyond both intervals. A yardstick like the
 // same-bytes read: a failure (a driver without cuLaunchKernelEx) leaves it
 // out rather than failing the job.
 func measurePDL(s *session, d *Decision, every bool) {
@@ -276,7 +276,11 @@ func measurePDL(s *session, d *Decision, every bool) {
 
 // pdlFigures sets each candidate's PDLUS from its PDL chain's samples in v
 // (under pdlPrefix+ID) and LaunchPDL where v also holds its plain chain's
-// and the PDL chain is the faster (pdlFaster).
+// and that one is not the faster (plainFaster). A tie goes to PDL: a
+// chain of one kernel's own launches cannot resolve the 0.1-0.3 µs a PDL
+// edge saves a long kernel, and in a decode token the edges save 2-4 %
+// for every format (docs/results.md); the mode a self-chain shows to cost
+// (early-launched blocks holding the SM) it still catches.
 func pdlFigures(cands []Candidate, v map[string][]float64) {
 	for i := range cands {
 		c := &cands[i]
@@ -285,16 +289,16 @@ func pdlFigures(cands []Candidate, v map[string][]float64) {
 			continue
 		}
 		c.PDLUS, _, _ = summarize(x)
-		c.LaunchPDL = len(v[c.ID]) > 0 && pdlFaster(x, v[c.ID])
+		c.LaunchPDL = len(v[c.ID]) > 0 && !plainFaster(v[c.ID], x)
 	}
 }
 
-// pdlFaster reports whether the PDL chain's samples are faster than the
-// plain chain's beyond both confidence intervals of the median.
-func pdlFaster(pdl, plain []float64) bool {
-	_, _, pdlHi := summarize(pdl)
-	_, plainLo, _ := summarize(plain)
-	return pdlHi < plainLo
+// plainFaster reports whether the plain chain's samples are faster than
+// the PDL chain's beyond both confidence intervals of the median.
+func plainFaster(plain, pdl []float64) bool {
+	_, _, plainHi := summarize(plain)
+	_, pdlLo, _ := summarize(pdl)
+	return plainHi < pdlLo
 }
 
 // exactWinner is d's exact alternative's winner, nil without one.

@@ -119,8 +119,8 @@ func TestDecisionFastest(t *testing.T) {
 
 // TestPDLFigures: a candidate's PDL time comes from its PDL chain's
 // samples, and it is recorded in PDL launch mode only where its plain
-// chain was timed in the same rounds and the PDL chain is faster beyond
-// both intervals.
+// chain was timed in the same rounds and was not faster beyond both
+// intervals (a tie goes to PDL).
 func TestPDLFigures(t *testing.T) {
 	around := func(center float64) []float64 {
 		var x []float64
@@ -129,10 +129,11 @@ func TestPDLFigures(t *testing.T) {
 		}
 		return x
 	}
-	cands := []Candidate{{ID: "faster"}, {ID: "overlaps"}, {ID: "slower"}, {ID: "no-plain"}, {ID: "not-timed"}}
+	cands := []Candidate{{ID: "faster"}, {ID: "overlaps"}, {ID: "overlaps-above"}, {ID: "slower"}, {ID: "no-plain"}, {ID: "not-timed"}}
 	v := map[string][]float64{
 		"faster": around(10), pdlPrefix + "faster": around(9),
 		"overlaps": around(10), pdlPrefix + "overlaps": around(9.99),
+		"overlaps-above": around(10), pdlPrefix + "overlaps-above": around(10.01),
 		"slower": around(10), pdlPrefix + "slower": around(11),
 		pdlPrefix + "no-plain": around(5),
 	}
@@ -141,7 +142,7 @@ func TestPDLFigures(t *testing.T) {
 		id     string
 		pdlUS  float64
 		launch bool
-	}{{"faster", 9, true}, {"overlaps", 9.99, false}, {"slower", 11, false}, {"no-plain", 5, false}, {"not-timed", 0, false}} {
+	}{{"faster", 9, true}, {"overlaps", 9.99, true}, {"overlaps-above", 10.01, true}, {"slower", 11, false}, {"no-plain", 5, false}, {"not-timed", 0, false}} {
 		var c Candidate
 		for _, x := range cands {
 			if x.ID == tc.id {

@@ -68,9 +68,9 @@ type Candidate struct {
 	// launch's own, raised where that keeps an SM from taking more than
 	// the grid's even share of blocks (pinnedShared).
 	PDLShared int `json:"pdl_shared_bytes,omitempty"`
-	// LaunchPDL is true when the PDL chain was faster than a chain of
-	// plain launches timed in the same rounds, their confidence intervals
-	// apart: the launch mode the candidate is recorded in.
+	// LaunchPDL is true when a chain of plain launches was timed in the
+	// same rounds and was not faster than the PDL chain beyond both
+	// confidence intervals: the launch mode the candidate is recorded in.
 	LaunchPDL bool `json:"launch_pdl,omitempty"`
 }
 
