@@ -278,7 +278,7 @@ func measurePDL(s *session, d *Decision, every bool) {
 // (under pdlPrefix+ID) and LaunchPDL where v also holds its plain chain's
 // and that one is not the faster (plainFaster). A tie goes to PDL: a
 // chain of one kernel's own launches cannot resolve the 0.1-0.3 µs a PDL
-// edge saves a long kernel, and in a decode token the edges save 2-4 %
+// edge saves a long kernel, and in a decode token the edges save 0.6-4 %
 // for every format (docs/results.md); the mode a self-chain shows to cost
 // (early-launched blocks holding the SM) it still catches.
 func pdlFigures(cands []Candidate, v map[string][]float64) {
