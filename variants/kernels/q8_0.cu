@@ -73,12 +73,17 @@ __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) { gemv_pf
 struct Chunk { uint4 a, b; u32 h; };
 
 #if GEMV_L == 2
-// Chunk j (0..31) of a warp step's four tiles (1088 bytes from t), from
-// global or shared memory (Ld).
+// The tile holding block c of the tiles from t (a row, or a warp step's
+// four tiles landed in shared memory).
+__device__ __forceinline__ const unsigned char* q80_tile(const unsigned char* t, int c) {
+    return t + (size_t)(c >> 3) * 272;
+}
+
+// Block c of the tiles from t, from global or shared memory (Ld).
 template <class Ld>
-__device__ __forceinline__ void q80_step_chunk(Chunk& ch, const unsigned char* t, int j) {
-    const unsigned char* tile = t + (j >> 3) * 272;
-    const int pos = j & 7;
+__device__ __forceinline__ void q80_tile_chunk(Chunk& ch, const unsigned char* t, int c) {
+    const unsigned char* tile = q80_tile(t, c);
+    const int pos = c & 7;
     ch.a = Ld::v4(tile + 16 + pos * 32);
     ch.b = Ld::v4(tile + 32 + pos * 32);
     ch.h = Ld::h16(tile + pos * 2);
@@ -92,7 +97,7 @@ __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
     ch.b = gemv_ld128(p + 16);
     ch.h = gemv_ld16(r.s + (size_t)c * 2);
 #else
-    q80_step_chunk<GemvGlobal>(ch, r.q + (size_t)(c >> 5) * 1088, c & 31);
+    q80_tile_chunk<GemvGlobal>(ch, r.q, c);
 #endif
 }
 
@@ -101,7 +106,7 @@ __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
 // j and j+4 of a quarter warp share banks (32-byte stride): two
 // wavefronts per 16-byte read, well inside shared memory's rate.
 __device__ __forceinline__ void chunk_land_tile(Chunk& ch, const unsigned char* t, int j) {
-    q80_step_chunk<GemvShared>(ch, t, j);
+    q80_tile_chunk<GemvShared>(ch, t, j);
 }
 #endif
 
@@ -111,7 +116,7 @@ __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
     gemv_pf(r.q + (size_t)c * 32);
     gemv_pf(r.s + (size_t)c * 2);
 #else
-    gemv_pf(r.q + (size_t)(c >> 3) * 272 + (c & 7) * 32);
+    gemv_pf(q80_tile(r.q, c) + (c & 7) * 32);
 #endif
 }
 
@@ -140,7 +145,7 @@ __device__ __forceinline__ void chunk_issue(u32 s16, u32 s4, const RowPtr& r, in
     gemv_cp16(s16 + 512, p + 16, live);
     gemv_cp4(s4, r.s + (size_t)(c >> 1) * 4, live);
 #else
-    const unsigned char* t = r.q + (size_t)(c >> 3) * 272;
+    const unsigned char* t = q80_tile(r.q, c);
     const int pos = c & 7;
     gemv_cp16(s16, t + 16 + pos * 32, live);
     gemv_cp16(s16 + 512, t + 32 + pos * 32, live);
