@@ -27,13 +27,12 @@ var kernelFiles embed.FS
 const preludeFile = "kernels/prelude.cu"
 
 // family is the one implementation of Family: the families differ only in
-// their template file and a few numbers.
+// their kernel files and a few numbers.
 type family struct {
-	format   string  // format name, e.g. "q4_0"
-	template string  // embedded file, e.g. "kernels/q4_0.cu"
-	chunk    int     // weights one lane consumes per step
-	acts     []int   // values of knob a the template supports
-	bound    float64 // relative L2 error bound vs the float64 reference (a=0)
+	format string  // format name, e.g. "q4_0"
+	chunk  int     // weights one lane consumes per step
+	acts   []int   // values of knob a the kernel files support
+	bound  float64 // relative L2 error bound vs the float64 reference (a=0)
 	// int8EvenOdd stages int8 x of each group as its even-indexed values,
 	// then its odd ones (affine4: a byte holds weights 2b and 2b+1).
 	int8EvenOdd bool
@@ -52,7 +51,7 @@ type family struct {
 	layouts  []int
 	repacked map[int]repackedLayout
 
-	src  string // prelude + template, read once
+	src  string // the prelude and the family's kernel files, read once
 	hash string // SourceHash
 }
 
@@ -70,14 +69,13 @@ func newFamily(format, template string, chunk int, acts []int, bound float64) *f
 	}
 	sum := sha256.Sum256([]byte(generatorVersion + "\x00" + string(prelude) + "\x00" + string(body)))
 	return &family{
-		format:   format,
-		template: template,
-		chunk:    chunk,
-		acts:     acts,
-		bound:    bound,
-		layouts:  []int{0},
-		src:      string(prelude) + "\n" + string(body),
-		hash:     hex.EncodeToString(sum[:])[:16],
+		format:  format,
+		chunk:   chunk,
+		acts:    acts,
+		bound:   bound,
+		layouts: []int{0},
+		src:     string(prelude) + "\n" + string(body),
+		hash:    hex.EncodeToString(sum[:])[:16],
 	}
 }
 

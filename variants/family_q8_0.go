@@ -8,7 +8,8 @@ package variants
 // Activations: f32 (a=0, class exact) or int8 per group of 32 with dp4a
 // (a=1, needs s=1, class tolerance, bound boundInt8).
 func init() {
-	f := newFamily("q8_0", "kernels/q8_0.cu", 32, []int{0, 1}, boundF32)
+	f := newFamily("q8_0", "kernels/rawblock.cu", 32, []int{0, 1}, boundF32)
+	f.withFile("kernels/q8_0.cu")
 	f.setRepacked(map[int]repackedLayout{1: planesLayout, 2: tilesLayout})
 	ring := ringParts{p16: 2, p4: 1, cols: 64} // two halves of the quants; the scale word
 	f.rings = map[int]ringParts{1: ring, 2: ring}

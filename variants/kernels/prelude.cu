@@ -608,6 +608,16 @@ extern "C" __global__ void GEMV_BOUNDS gemv(const unsigned char* __restrict__ W,
         live[i] = (r0) + i < rows;                                                      \
         rp[i] = row_ptr(W, g, (size_t)(live[i] ? (r0) + i : 0));                        \
     }
+// The head of a row group in the s=0-2 forms: its accumulators, and
+// next0, the first row of the warp's next row group (rows when none).
+#define GEMV_GROUP_HEAD                                                                 \
+        float acc[GEMV_R];                                                              \
+        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) acc[i] = 0.0f;               \
+        int next0 = rows;                                                               \
+        if (GEMV_LOOP) {                                                                \
+            grp += gridDim.x;                                                           \
+            if (grp < ngroups) next0 = (grp * GEMV_W + warp) * GEMV_R;                  \
+        }
 // How the s=0-2 forms start: the head, the chunks per row, the row
 // groups, whether a lane has a full first batch, its first row group's
 // rows, and the PDL pair.
@@ -736,13 +746,7 @@ GEMV_PIPE_HEAD                                                                  
     }                                                                                   \
     gemv_stage_end(x, cols, xpre);                                                      \
     while (row0 < rows) {                                                               \
-        float acc[GEMV_R];                                                              \
-        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) acc[i] = 0.0f;               \
-        int next0 = rows;                                                               \
-        if (GEMV_LOOP) {                                                                \
-            grp += gridDim.x;                                                           \
-            if (grp < ngroups) next0 = (grp * GEMV_W + warp) * GEMV_R;                  \
-        }                                                                               \
+        GEMV_GROUP_HEAD                                                                 \
         int c = lane;                                                                   \
         bool more = batched;                                                            \
         _Pragma("unroll 1") while (more) {                                              \
@@ -788,13 +792,7 @@ GEMV_PIPE_HEAD                                                                  
     }                                                                                   \
     gemv_stage_end(x, cols, xpre);                                                      \
     while (row0 < rows) {                                                               \
-        float acc[GEMV_R];                                                              \
-        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) acc[i] = 0.0f;               \
-        int next0 = rows;                                                               \
-        if (GEMV_LOOP) {                                                                \
-            grp += gridDim.x;                                                           \
-            if (grp < ngroups) next0 = (grp * GEMV_W + warp) * GEMV_R;                  \
-        }                                                                               \
+        GEMV_GROUP_HEAD                                                                 \
         int c = lane;                                                                   \
         if (GEMV_PEEL) {                                                                \
             if (batched) {                                                              \

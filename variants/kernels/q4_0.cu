@@ -54,37 +54,15 @@ __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
 }
 
 #if GEMV_L == 0
-// Raw blocks are 18 bytes, so only 2-byte aligned. A 4-byte aligned block is
-// read as words at +0,+4,+8,+12 and a u16 at +16; a misaligned one as a u16
-// at +0 and words at +2,+6,+10,+14. Both stay inside the block; the decode is
-// a funnel shift by 16 or 0, so lanes of either parity run the same code.
-struct Chunk { u32 w[4]; u32 h; u32 mis; };
+// Raw blocks (18 bytes: d, then 4 words of qs) through gemv_raw_load
+// (prelude.cu).
+typedef GemvRawBlock<4> Chunk;
 
-__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
-    const unsigned char* p = r.q + (size_t)c * 18;
-    const u32 mis = (u32)(u64)p & 2u;
-    const unsigned char* pw = p + mis;
-    const unsigned char* ph = p + (mis ? 0 : 16);
-#pragma unroll
-    for (int i = 0; i < 4; i++) ch.w[i] = gemv_ld32(pw + 4 * i);
-    ch.h = gemv_ld16(ph);
-    ch.mis = mis;
-}
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) { gemv_raw_load(ch, r.q + (size_t)c * 18); }
 
-__device__ __forceinline__ void chunk_zero(Chunk& ch) {
-#pragma unroll
-    for (int i = 0; i < 4; i++) ch.w[i] = 0;
-    ch.h = 0;
-    ch.mis = 2;
-}
+__device__ __forceinline__ void chunk_zero(Chunk& ch) { gemv_raw_zero(ch); }
 
-__device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d) {
-    const u32 sh = ch.mis ? 0u : 16u;
-#pragma unroll
-    for (int i = 0; i < 3; i++) q[i] = __funnelshift_r(ch.w[i], ch.w[i + 1], sh);
-    q[3] = __funnelshift_r(ch.w[3], ch.h, sh);
-    d = gemv_h2f(ch.mis ? ch.h : ch.w[0]);
-}
+__device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[4], float& d) { gemv_raw_decode(ch, q, d); }
 #else
 // Planar layout (l=1): 16 qs bytes per block in the quant plane (each row
 // 16-byte aligned) plus the 2-byte d in the scale plane. Warp tiles (l=2):

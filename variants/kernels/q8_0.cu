@@ -33,36 +33,16 @@ __device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, c
 }
 
 #if GEMV_L == 0
-// Raw blocks are 34 bytes, only 2-byte aligned: an aligned block is read as
-// words at +0..+28 and a u16 at +32, a misaligned one as a u16 at +0 and
-// words at +2..+30; the decode funnel-shifts by 16 or 0 (same code per lane).
-struct Chunk { u32 w[8]; u32 h; u32 mis; };
+// Raw blocks (34 bytes: d, then 8 words of qs) through gemv_raw_load
+// (prelude.cu).
+typedef GemvRawBlock<8> Chunk;
 
-__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) {
-    const unsigned char* p = r.q + (size_t)c * 34;
-    const u32 mis = (u32)(u64)p & 2u;
-    const unsigned char* pw = p + mis;
-    const unsigned char* ph = p + (mis ? 0 : 32);
-#pragma unroll
-    for (int i = 0; i < 8; i++) ch.w[i] = gemv_ld32(pw + 4 * i);
-    ch.h = gemv_ld16(ph);
-    ch.mis = mis;
-}
+__device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) { gemv_raw_load(ch, r.q + (size_t)c * 34); }
 
-__device__ __forceinline__ void chunk_zero(Chunk& ch) {
-#pragma unroll
-    for (int i = 0; i < 8; i++) ch.w[i] = 0;
-    ch.h = 0;
-    ch.mis = 2;
-}
+__device__ __forceinline__ void chunk_zero(Chunk& ch) { gemv_raw_zero(ch); }
 
-__device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[8], float& d) {
-    const u32 sh = ch.mis ? 0u : 16u;
-#pragma unroll
-    for (int i = 0; i < 7; i++) q[i] = __funnelshift_r(ch.w[i], ch.w[i + 1], sh);
-    q[7] = __funnelshift_r(ch.w[7], ch.h, sh);
-    d = gemv_h2f(ch.mis ? ch.h : ch.w[0]);
-}
+__device__ __forceinline__ void chunk_decode(const Chunk& ch, u32 q[8], float& d) { gemv_raw_decode(ch, q, d); }
+
 __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) { gemv_pf(r.q + (size_t)c * 34); }
 
 #else
