@@ -54,8 +54,8 @@ __device__ __forceinline__ void chunk_prefetch(const RowPtr& r, int c) {
 }
 
 #if GEMV_L == 0
-// Raw blocks (18 bytes: d, then 4 words of qs) through gemv_raw_load
-// (prelude.cu).
+// Raw blocks (18 bytes: d, then 4 words of qs) through GemvRawBlock
+// (rawblock.cu).
 typedef GemvRawBlock<4> Chunk;
 
 __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) { gemv_raw_load(ch, r.q + (size_t)c * 18); }

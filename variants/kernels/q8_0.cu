@@ -33,8 +33,8 @@ __device__ __forceinline__ RowPtr row_ptr(const unsigned char* __restrict__ W, c
 }
 
 #if GEMV_L == 0
-// Raw blocks (34 bytes: d, then 8 words of qs) through gemv_raw_load
-// (prelude.cu).
+// Raw blocks (34 bytes: d, then 8 words of qs) through GemvRawBlock
+// (rawblock.cu).
 typedef GemvRawBlock<8> Chunk;
 
 __device__ __forceinline__ void chunk_load(Chunk& ch, const RowPtr& r, int c) { gemv_raw_load(ch, r.q + (size_t)c * 34); }
