@@ -21,6 +21,11 @@ __device__ __forceinline__ void kq_scales(const uint4& h, int j, float& d1, floa
 }
 
 
+// Word k (0..3) of a chunk's 16-byte part.
+__device__ __forceinline__ u32 kq_word(const uint4& p, int k) {
+    return k == 0 ? p.x : k == 1 ? p.y : k == 2 ? p.z : p.w;
+}
+
 // The quarter j of chunk c of a K-quant super-block (four chunks of 64
 // weights each) is c & 3; the kernel gives lane l the chunks
 // l, l+32, ... (prelude.cu), so j is lane & 3 for all of them: a constant

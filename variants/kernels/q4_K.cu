@@ -175,8 +175,7 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
             sx = __fadd_rn(sx, xv.w);
 #pragma unroll
             for (int i = 0; i < GEMV_R; i++) {
-                const uint4& qv = k < 4 ? ch[i].a : ch[i].b;
-                const u32 wk = (k & 3) == 0 ? qv.x : (k & 3) == 1 ? qv.y : (k & 3) == 2 ? qv.z : qv.w;
+                const u32 wk = kq_word(k < 4 ? ch[i].a : ch[i].b, k & 3);
                 const u32 v = half == 0 ? (wk & 0x0F0F0F0Fu) : ((wk >> 4) & 0x0F0F0F0Fu);
                 float t = sq[i];
                 t = __fmaf_rn(__fsub_rn(gemv_bytef(v, 0), GEMV_MAGIC), xv.x, t);

@@ -120,10 +120,6 @@ __device__ __forceinline__ void chunk_zero(Chunk& ch) {
     ch.b = ch.h;
 }
 
-__device__ __forceinline__ u32 q5k_word(const uint4& p, int k) {
-    return k == 0 ? p.x : k == 1 ? p.y : k == 2 ? p.z : p.w;
-}
-
 __device__ __forceinline__ uint4 q5k_shr(uint4 v, int s) {
     v.x >>= s; v.y >>= s; v.z >>= s; v.w >>= s;
     return v;
@@ -145,8 +141,8 @@ __device__ __forceinline__ Chunk q5k_prep(const Chunk& ch, int j) {
 // sub-block 2j + hf of a chunk q5k_prep made: nibble hf of qs word k, bit
 // hf of qh word k moved to bit 4 by a constant shift.
 __device__ __forceinline__ u32 q5k_q(const Chunk& ch, int hf, int k) {
-    const u32 qs = q5k_word(k < 4 ? ch.a : ch.b, k & 3);
-    const u32 qh = q5k_word(k < 4 ? ch.qa : ch.qb, k & 3);
+    const u32 qs = kq_word(k < 4 ? ch.a : ch.b, k & 3);
+    const u32 qh = kq_word(k < 4 ? ch.qa : ch.qb, k & 3);
     return ((qs >> (4 * hf)) & 0x0F0F0F0Fu) | ((qh << (4 - hf)) & 0x10101010u);
 }
 

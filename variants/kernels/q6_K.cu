@@ -149,17 +149,12 @@ __device__ __forceinline__ void chunk_land(Chunk& ch, u32 s16, u32 s4, int c) {
 #endif
 #endif
 
-// Word k (0..3) of part p.
-__device__ __forceinline__ u32 q6k_word(const uint4& p, int k) {
-    return k == 0 ? p.x : k == 1 ? p.y : k == 2 ? p.z : p.w;
-}
-
 // The four 6-bit q of weights l = 16h + 4k .. +3 of group g, one per byte
 // (0..63).
 __device__ __forceinline__ u32 q6k_q(const Chunk& ch, int g, int k) {
-    const u32 ql = q6k_word((g & 1) ? ch.b : ch.a, k);
+    const u32 ql = kq_word((g & 1) ? ch.b : ch.a, k);
     const u32 lo = (ql >> (4 * (g >> 1))) & 0x0F0F0F0Fu;
-    const u32 hi = (q6k_word(ch.h, k) >> (2 * g)) & 0x03030303u;
+    const u32 hi = (kq_word(ch.h, k) >> (2 * g)) & 0x03030303u;
     return lo | (hi << 4);
 }
 
@@ -190,10 +185,10 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
             int s = 0, t = 0;
 #pragma unroll
             for (int k = 0; k < 4; k++) {
-                const u32 xw = q6k_word(xv, k);
-                const u32 ql = q6k_word((g & 1) ? ch[i].b : ch[i].a, k);
+                const u32 xw = kq_word(xv, k);
+                const u32 ql = kq_word((g & 1) ? ch[i].b : ch[i].a, k);
                 const u32 lo = ((ql >> (4 * (g >> 1))) & 0x0F0F0F0Fu) | 0xE0E0E0E0u;
-                const u32 hi = (q6k_word(ch[i].h, k) >> (2 * g)) & 0x03030303u;
+                const u32 hi = (kq_word(ch[i].h, k) >> (2 * g)) & 0x03030303u;
                 s = gemv_dp4a((int)lo, (int)xw, s);
                 t = gemv_dp4a((int)hi, (int)xw, t);
             }
