@@ -372,8 +372,9 @@ __device__ __forceinline__ void gemv_pf(const void* p) {
 // Programmatic dependent launch (sm_90+; no-ops when the kernel was not
 // launched with programmatic stream serialization, and compiled out below
 // sm_90). gemv_pdl_wait waits until the previous kernel has finished and
-// its writes are visible: every form calls it first thing, before it
-// reads x or writes y. gemv_pdl_release lets the next kernel in the stream
+// its writes are visible: every form calls it before it reads x or writes
+// y, first thing but for the s=3 form's L2 prefetch of its first rows
+// (GEMV_EARLY_L2_BYTES). gemv_pdl_release lets the next kernel in the stream
 // launch its blocks: every form calls it after its last row group, so the
 // next kernel's blocks (which only wait) take no SM slots, registers or
 // shared memory from this one's while it still has rows to read; they
@@ -481,6 +482,20 @@ __device__ __forceinline__ void gemv_bulk(u32 dst, const void* src, u32 bytes, u
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
                  :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(gemv_weight_policy()) : "memory");
 }
+// Ask L2 to fetch bytes (a multiple of 16) from global src (16-byte
+// aligned); nothing returns to the SM.
+__device__ __forceinline__ void gemv_bulk_prefetch(const void* src, u32 bytes) {
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(src), "r"(bytes) : "memory");
+}
+// The bytes of each of its first rows that a warp's lane 0 prefetches to
+// L2 before griddepcontrol.wait (s=3). Weights are nobody's output, and a
+// prefetch returns nothing, so it cannot read early what the wait guards.
+// In a PDL chain it starts the first rows during the kernel before's
+// tail; x, an L2 hit every block waits for, is served behind whatever was
+// issued before it, so more than this lost on the H200: a q4_0 token with
+// PDL edges took 0.4, 0.8 and 1.4 % less time at 256, 512 and 1024 bytes
+// a row, and 4.1 and 6.7 % more at 2048 and 4096 (docs/results.md).
+#define GEMV_EARLY_L2_BYTES 1024
 // Wait until bar completes the phase with parity phase.
 __device__ __forceinline__ void gemv_bar_wait(u32 bar, u32 phase) {
     u32 done;
@@ -679,7 +694,6 @@ GEMV_KERNEL_HEAD                                                                
 GEMV_KERNEL_HEAD                                                                        \
     const int nt = cols / (32 * GEMV_CHUNK); /* tiles per row (the gate: whole) */     \
     const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
-    gemv_pdl_wait();                                                                    \
     const u32 stage = gemv_stage_bytes(cols);                                           \
     const unsigned char* ring = (const unsigned char*)gemv_xs + stage + warp * GEMV_BULK_WARP_BYTES; \
     const u32 ring_s = gemv_smem_addr(ring);                                            \
@@ -692,6 +706,11 @@ GEMV_KERNEL_HEAD                                                                
     __syncwarp();                                                                       \
     int pg = blockIdx.x, pt = 0;                                                        \
     int prow = (pg * GEMV_W + warp) * GEMV_R;                                           \
+    if (lane == 0)                                                                      \
+        for (int i = 0; i < GEMV_R && prow + i < rows; i++)                             \
+            gemv_bulk_prefetch(W + (size_t)(prow + i) * g.rowBytes,                     \
+                               (u32)min((size_t)GEMV_EARLY_L2_BYTES, g.rowBytes));      \
+    gemv_pdl_wait();                                                                    \
     float4 xpre[GEMV_XPRE_MAX];                                                         \
     gemv_stage_begin(x, cols, xpre);                                                    \
     _Pragma("unroll") for (int k = 0; k < GEMV_BULK_SLOTS; k++) { GEMV_BULK_ISSUE(k) } \
