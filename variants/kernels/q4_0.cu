@@ -184,16 +184,7 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
         for (int i = 0; i < GEMV_R; i++) {
             const u32 v0 = p < 2 ? lo[i][2 * p] : hi[i][2 * p - 4];
             const u32 v1 = p < 2 ? lo[i][2 * p + 1] : hi[i][2 * p - 3];
-            float t = s[i];
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 0), Q4_OFF), xa.x, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 1), Q4_OFF), xa.y, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 2), Q4_OFF), xa.z, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 3), Q4_OFF), xa.w, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 0), Q4_OFF), xb.x, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 1), Q4_OFF), xb.y, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 2), Q4_OFF), xb.z, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 3), Q4_OFF), xb.w, t);
-            s[i] = t;
+            s[i] = gemv_dot8_bytes(s[i], v0, v1, Q4_OFF, xa, xb);
         }
     }
 #pragma unroll

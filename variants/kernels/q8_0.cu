@@ -189,16 +189,7 @@ __device__ __forceinline__ void chunk_consume(float (&acc)[GEMV_R], const Chunk 
 #pragma unroll
         for (int i = 0; i < GEMV_R; i++) {
             const u32 v0 = q[i][2 * p], v1 = q[i][2 * p + 1];
-            float t = s[i];
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 0), Q8_OFF), xa.x, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 1), Q8_OFF), xa.y, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 2), Q8_OFF), xa.z, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 3), Q8_OFF), xa.w, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 0), Q8_OFF), xb.x, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 1), Q8_OFF), xb.y, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 2), Q8_OFF), xb.z, t);
-            t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 3), Q8_OFF), xb.w, t);
-            s[i] = t;
+            s[i] = gemv_dot8_bytes(s[i], v0, v1, Q8_OFF, xa, xb);
         }
     }
 #pragma unroll

@@ -1,5 +1,6 @@
-// gemvtune helpers for the raw blocks of q4_0 and q8_0, before their family
-// files: the loads of the l=0 layouts, where a block is 2-byte aligned.
+// gemvtune helpers of q4_0 and q8_0, before their family files: the loads
+// of the l=0 layouts, where a block is 2-byte aligned, and the a=0 dot of
+// eight byte-coded weights.
 
 // A raw ggml block of the l=0 layouts: an f16 scale, then NW words of
 // quants (q4_0: 18 bytes, q8_0: 34), so in a row only 2-byte aligned. An
@@ -35,4 +36,18 @@ __device__ __forceinline__ void gemv_raw_decode(const GemvRawBlock<NW>& b, u32* 
     for (int i = 0; i < NW - 1; i++) q[i] = __funnelshift_r(b.w[i], b.w[i + 1], sh);
     q[NW - 1] = __funnelshift_r(b.w[NW - 1], b.h, sh);
     d = gemv_h2f(b.mis ? b.h : b.w[0]);
+}
+
+// t plus the eight weights of bytes 0..3 of v0 and v1 times xa and xb,
+// lane for lane, one fused multiply-add each in that order; byte b holds
+// weight b - off + 2^23 (gemv_bytef), so the subtraction is exact.
+__device__ __forceinline__ float gemv_dot8_bytes(float t, u32 v0, u32 v1, float off, float4 xa, float4 xb) {
+    t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 0), off), xa.x, t);
+    t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 1), off), xa.y, t);
+    t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 2), off), xa.z, t);
+    t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 3), off), xa.w, t);
+    t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 0), off), xb.x, t);
+    t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 1), off), xb.y, t);
+    t = __fmaf_rn(__fsub_rn(gemv_bytef(v1, 2), off), xb.z, t);
+    return __fmaf_rn(__fsub_rn(gemv_bytef(v1, 3), off), xb.w, t);
 }
