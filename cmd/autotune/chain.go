@@ -88,8 +88,14 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 					return err
 				}
 			}
-			if ch.tuned && r.PDL != nil {
+			if !ch.tuned {
+				continue
+			}
+			if r.PDL != nil {
 				verdicts = append(verdicts, launchVerdict(f, r.ChainTiming, *r.PDL))
+			}
+			if v, ok := readVerdict(f, modes, r.Reads); ok {
+				verdicts = append(verdicts, v)
 			}
 		}
 	}
@@ -115,6 +121,36 @@ func launchVerdict(format string, plain, pdl tuner.ChainTiming) string {
 	default:
 		return fmt.Sprintf("%s, tuned: PDL edges change nothing beyond the intervals (%+.1f %%)", format, change)
 	}
+}
+
+// chainYardsticks are the read rows a tuned token is set against, the
+// first one timed: one read kernel per stage that waits for the kernel
+// before and then reads x, as every GEMV must (sm_90+), else the plain
+// reads. Unlike % of the ceiling, the ratio does not move with the
+// ceiling's own measurement.
+var chainYardsticks = []string{"reads, PDL, x", "reads"}
+
+// readVerdict says how fast the tuned token's fastest mode runs against
+// the first of chainYardsticks among reads; false when none was timed.
+func readVerdict(format string, tuned, reads []tuner.ChainModeTiming) (string, bool) {
+	if len(tuned) == 0 {
+		return "", false
+	}
+	best := tuned[0]
+	for _, m := range tuned[1:] {
+		if m.MedianUS < best.MedianUS {
+			best = m
+		}
+	}
+	for _, name := range chainYardsticks {
+		for _, r := range reads {
+			if r.Mode == name {
+				return fmt.Sprintf("%s, %s: %.1f %% of the speed of %q (%.1f µs), one read kernel per stage", format, best.Mode,
+					100*r.MedianUS/best.MedianUS, name, r.MedianUS), true
+			}
+		}
+	}
+	return "", false
 }
 
 // chainRow is one line of the chain table, right-aligned columns wide

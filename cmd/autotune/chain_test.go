@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -78,10 +79,13 @@ func TestBenchChain(t *testing.T) {
 	// The rows, printed as each mode finishes, line up with the header;
 	// the launch verdict follows them.
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")[1:]
-	if v := lines[len(lines)-1]; v != "q4_0, tuned: launch plainly in a graph (PDL edges make the token 10.0 % slower)" {
+	if v := lines[len(lines)-2]; v != "q4_0, tuned: launch plainly in a graph (PDL edges make the token 10.0 % slower)" {
 		t.Errorf("verdict %q", v)
 	}
-	lines = lines[:len(lines)-1]
+	if v := lines[len(lines)-1]; v != `q4_0, tuned: 81.8 % of the speed of "reads, PDL, x" (899.8 µs), one read kernel per stage` {
+		t.Errorf("read verdict %q", v)
+	}
+	lines = lines[:len(lines)-2]
 	for _, l := range lines[1:] {
 		if utf8.RuneCountInString(l) != utf8.RuneCountInString(lines[0]) {
 			t.Errorf("row %q is not as wide as the header %q", l, lines[0])
@@ -98,7 +102,8 @@ func TestBenchChain(t *testing.T) {
 		t.Fatalf("sm_80: %v (%s)", err, errw.String())
 	}
 	if len(calls) != 2 || calls[0].pdl || calls[1].pdl || !strings.Contains(errw.String(), "no PDL modes") || strings.Contains(out.String(), "launch") ||
-		strings.Count(strings.TrimSpace(out.String()), "\n") != 4 || !strings.Contains(out.String(), " reads  ") || strings.Contains(out.String(), "no wait") {
+		strings.Count(strings.TrimSpace(out.String()), "\n") != 5 || !strings.Contains(out.String(), " reads  ") || strings.Contains(out.String(), "no wait") ||
+		!strings.HasSuffix(strings.TrimSpace(out.String()), `q4_0, tuned: 95.5 % of the speed of "reads" (1050.5 µs), one read kernel per stage`) {
 		t.Errorf("sm_80: %d runs (%v), stderr %q, stdout:\n%s", len(calls), calls, errw.String(), out.String())
 	}
 	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
@@ -183,6 +188,37 @@ func TestLaunchVerdict(t *testing.T) {
 	} {
 		if got := launchVerdict("q8_0", plain, tc.pdl); got != tc.want {
 			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
+
+// TestReadVerdict: the tuned token's fastest mode against the first
+// yardstick read that was timed, and nothing without one.
+func TestReadVerdict(t *testing.T) {
+	mode := func(name string, us float64) tuner.ChainModeTiming {
+		return tuner.ChainModeTiming{Mode: name, ChainTiming: tuner.ChainTiming{MedianUS: us}}
+	}
+	tuned := []tuner.ChainModeTiming{mode("tuned", 1250), mode("tuned, PDL", 1200), mode("tuned, as recorded", 1190)}
+	reads := []tuner.ChainModeTiming{mode("reads", 1150), mode("reads, PDL", 1100), mode("reads, PDL, x", 1130.5)}
+	for _, tc := range []struct {
+		name         string
+		tuned, reads []tuner.ChainModeTiming
+		want         string
+	}{
+		{"fastest mode against reads, PDL, x", tuned, reads, `q4_K, tuned, as recorded: 95.0 % of the speed of "reads, PDL, x" (1130.5 µs), one read kernel per stage`},
+		{"plain reads before sm_90", tuned[:1], reads[:1], `q4_K, tuned: 92.0 % of the speed of "reads" (1150.0 µs), one read kernel per stage`},
+		{"no yardstick timed", tuned, reads[1:2], ""},
+		{"no reads", tuned, nil, ""},
+		{"no tuned mode", nil, reads, ""},
+	} {
+		got, ok := readVerdict("q4_K", tc.tuned, tc.reads)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: %q, %v; want %q", tc.name, got, ok, tc.want)
+		}
+	}
+	for _, name := range chainYardsticks {
+		if !slices.Contains(tuner.ChainReadModes(), name) {
+			t.Errorf("yardstick %q is not one of the chain's read modes %q", name, tuner.ChainReadModes())
 		}
 	}
 }
