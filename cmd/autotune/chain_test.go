@@ -77,7 +77,7 @@ func TestBenchChain(t *testing.T) {
 		}
 	}
 	// The rows, printed as each mode finishes, line up with the header;
-	// the launch verdict follows them.
+	// the launch verdict and the read verdict follow them.
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")[1:]
 	if v := lines[len(lines)-2]; v != "q4_0, tuned: launch plainly in a graph (PDL edges make the token 10.0 % slower)" {
 		t.Errorf("verdict %q", v)

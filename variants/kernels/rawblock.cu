@@ -38,9 +38,10 @@ __device__ __forceinline__ void gemv_raw_decode(const GemvRawBlock<NW>& b, u32* 
     d = gemv_h2f(b.mis ? b.h : b.w[0]);
 }
 
-// t plus the eight weights of bytes 0..3 of v0 and v1 times xa and xb,
-// lane for lane, one fused multiply-add each in that order; byte b holds
-// weight b - off + 2^23 (gemv_bytef), so the subtraction is exact.
+// t plus the weights in bytes 0..3 of v0 times xa and in bytes 0..3 of v1
+// times xb, one fused multiply-add each in that order. gemv_bytef(v, k) is
+// 2^23 + byte k, and off is 2^23 plus the format's zero point, so each
+// subtraction gives the weight exactly.
 __device__ __forceinline__ float gemv_dot8_bytes(float t, u32 v0, u32 v1, float off, float4 xa, float4 xb) {
     t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 0), off), xa.x, t);
     t = __fmaf_rn(__fsub_rn(gemv_bytef(v0, 1), off), xa.y, t);
