@@ -16,10 +16,11 @@ import (
 // (Chain's read graphs), where most stages read 10-70 MB: every pass of
 // its loop issues a thread's next 8 words at once, out-of-range ones
 // predicated off, so even a stage one pass covers has all its loads in
-// flight together. With wait set it calls griddepcontrol.wait first, as
-// every GEMV does; with x set every block then reads xn words of x, as a
-// GEMV stages its x (an L2 hit) after the wait; with early set its first
-// pass's loads are issued before the wait. It lets the next kernel launch
+// flight together. With wait set it calls griddepcontrol.wait before its
+// loads, as every GEMV does before its loads (an s=3 GEMV prefetches a
+// kilobyte of each first row to L2 before it); with x set every block
+// then reads xn words of x, as a GEMV stages its x (an L2 hit) after the
+// wait; with early set its first pass's loads are issued before the wait. It lets the next kernel launch
 // once its loads are done, as the GEMVs do after their last row group.
 const ceilingSource = `
 extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n, unsigned* out) {
