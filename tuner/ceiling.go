@@ -20,8 +20,9 @@ import (
 // loads, as every GEMV does before its loads (an s=3 GEMV prefetches a
 // kilobyte of each first row to L2 before it); with x set every block
 // then reads xn words of x, as a GEMV stages its x (an L2 hit) after the
-// wait; with early set its first pass's loads are issued before the wait. It lets the next kernel launch
-// once its loads are done, as the GEMVs do after their last row group.
+// wait; with early set its first pass's loads are issued before the wait.
+// It lets the next kernel launch once its loads are done, as the GEMVs do
+// after their last row group.
 const ceilingSource = `
 extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n, unsigned* out) {
     unsigned acc = 0;

@@ -101,7 +101,7 @@ type ChainModeTiming struct {
 var chainReadModes = []struct {
 	name string
 	pdl  bool // PDL edges before every stage but the first
-	wait bool // griddepcontrol.wait before the loads, as every GEMV before its loads
+	wait bool // griddepcontrol.wait before the loads, as every GEMV waits before its loads
 	x    bool // after the wait every block reads chainReadX bytes of x (an L2 hit), as a GEMV stages x
 	// early issues the first pass's loads before the wait: what a GEMV
 	// whose first weights travelled during the kernel before's tail could
