@@ -375,10 +375,13 @@ __device__ __forceinline__ void gemv_pf(const void* p) {
 // its writes are visible: every form calls it before it reads x or writes
 // y, first thing but for the s=3 form's L2 prefetch of its first rows
 // (GEMV_EARLY_L2_BYTES). gemv_pdl_release lets the next kernel in the stream
-// launch its blocks: every form calls it after its last row group, so the
-// next kernel's blocks (which only wait) take no SM slots, registers or
-// shared memory from this one's while it still has rows to read; they
-// boot while this one's last blocks store and exit.
+// launch its blocks once every block has called it (a block's first call
+// counts, later ones do nothing). The s=0-2 forms call it after their last
+// row group; an s=3 warp calls it as soon as it has issued its last copy,
+// so the next kernel launches, and its blocks prefetch their first rows,
+// while this one's last copies are still landing. Either way every block
+// of this kernel is resident by then, so the next kernel's blocks, which
+// only prefetch and wait, take no SM from rows still to be read.
 __device__ __forceinline__ void gemv_pdl_release() {
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -494,7 +497,8 @@ __device__ __forceinline__ void gemv_bulk_prefetch(const void* src, u32 bytes) {
 // tail; x, an L2 hit every block waits for, is served behind whatever was
 // issued before it, so more than this lost on the H200: a q4_0 token with
 // PDL edges took 0.4, 0.8 and 1.4 % less time at 256, 512 and 1024 bytes
-// a row, and 4.1 and 6.7 % more at 2048 and 4096 (docs/results.md).
+// a row, and 4.1 and 6.7 % more at 2048 and 4096; with the release at the
+// last copy, 2048 still took 0.9 % more than 1024 (docs/results.md).
 #define GEMV_EARLY_L2_BYTES 1024
 // Wait until bar completes the phase with parity phase.
 __device__ __forceinline__ void gemv_bar_wait(u32 bar, u32 phase) {
@@ -658,7 +662,8 @@ GEMV_KERNEL_HEAD                                                                
 // __syncwarp (every lane has read the slot) lane 0 refills the slot with
 // the item two further on. The producer stops where the consumer does, so
 // no copy is pending at exit. Chunks are consumed in the same order as
-// with every other s.
+// with every other s. Once the warp has nothing left to issue it releases
+// the next kernel (gemv_pdl_release).
 #define GEMV_BULK_ISSUE(k)                                                              \
     if (prow < rows) {                                                                  \
         const int nq = min(GEMV_U, nt - pt);                                            \
@@ -734,6 +739,7 @@ GEMV_KERNEL_HEAD                                                                
             }                                                                           \
             __syncwarp();                                                               \
             GEMV_BULK_ISSUE(k)                                                          \
+            if (prow >= rows) gemv_pdl_release(); /* nothing left to issue */           \
         }                                                                               \
         GEMV_STORE_ROWS                                                                 \
         grp += gridDim.x;                                                               \
