@@ -16,6 +16,19 @@
 #       format, shape and variant: its medians, one per run), and names
 #       on stderr each build whose variants failed (a build that does not
 #       compile would otherwise only be missing from the summary).
+#   scripts/ab-kernels.sh chain FORMATS RUN ...
+#       on the device: a cold tune of FORMATS for $MODEL (default
+#       llama-3-8b) by the first RUN's build, without its variables, into
+#       /tmp/ab-chain.db (kept while the machine is), then `autotune bench --chain --compile` of
+#       its winners by every RUN in the order given and then in reverse
+#       (A B B A), each into $OUT/chain_<k>_<RUN>.txt, and
+#       $OUT/chain_summary.txt: per run and format, µs per token with PDL
+#       edges (as recorded where the bench prints it), `reads, PDL, x` and
+#       the token's share of that read's speed. A RUN is NAME or
+#       NAME:VAR=V,VAR=V (a probe build's environment), e.g.
+#         git apply docs/data/h200-dec02-eleventh/probe-release-s012.patch
+#         scripts/ab-kernels.sh build p12 && git checkout -- variants
+#         (device) scripts/ab-kernels.sh chain bf16 p12 p12:GEMV_PROBE=12
 #
 # A sed expression that comments out part of a macro line must use /* */:
 # a // comment swallows the line's continuation backslash.
@@ -69,10 +82,7 @@ run() {
 	local formats=$1 shapes=$2 ids=$3
 	shift 3
 	local names=("$@") order=() i n s
-	for n in "${names[@]}"; do
-		[ -x "$DIR/$n/autotune" ] || { [ -f "$DIR/$n/autotune.gz" ] && gunzip -kf "$DIR/$n/autotune.gz"; } ||
-			die "no build $n (carry .gpulead)"
-	done
+	for n in "${names[@]}"; do unpack "$n"; done
 	for ((i = 0; i < ${#names[@]}; i++)); do order+=("${names[i]}"); done
 	for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("${names[i]}"); done
 	export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/xdg}
@@ -94,8 +104,46 @@ run() {
 	done
 }
 
+# unpack NAME: the build's binary, gunzipped on first use.
+unpack() {
+	[ -x "$DIR/$1/autotune" ] || { [ -f "$DIR/$1/autotune.gz" ] && gunzip -kf "$DIR/$1/autotune.gz"; } ||
+		die "no build $1 (carry .gpulead)"
+}
+
+chain() {
+	[ $# -ge 2 ] || die "usage: ab-kernels.sh chain FORMATS RUN ..."
+	local formats=$1 model=${MODEL:-llama-3-8b} db=/tmp/ab-chain.db
+	shift
+	local runs=("$@") order=() i r name vars k=0
+	for r in "${runs[@]}"; do unpack "${r%%:*}"; done
+	for ((i = 0; i < ${#runs[@]}; i++)); do order+=("${runs[i]}"); done
+	for ((i = ${#runs[@]} - 1; i >= 0; i--)); do order+=("${runs[i]}"); done
+	export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/xdg}
+	: "${OUT:?set OUT to the folder for results}"
+	if [ ! -f "$db" ]; then
+		timeout 300 "$DIR/${runs[0]%%:*}/autotune" --arch sm_90 --model "$model" --formats "$formats" --cache "$db" >"$OUT/chain_tune.txt" 2>&1 ||
+			die "the tune failed: $(tail -1 "$OUT/chain_tune.txt")"
+	fi
+	: >"$OUT/chain_summary.txt"
+	for r in "${order[@]}"; do
+		k=$((k + 1))
+		name=${r%%:*} vars=""
+		[ "$r" != "$name" ] && vars=${r#*:}
+		local out="$OUT/chain_${k}_$(printf %s "$r" | tr -c 'A-Za-z0-9_.=-' '_').txt"
+		# shellcheck disable=SC2086
+		env ${vars//,/ } timeout 300 "$DIR/$name/autotune" bench --chain --compile --cache "$db" --model "$model" --formats "$formats" >"$out" 2>&1 ||
+			echo "ab-kernels: run $k ($r) failed: $(tail -1 "$out")" >&2
+		awk -v run="$k $r" '{ sub(/^ +/, ""); split($0, f, /  +/) }
+			f[2] == "tuned, PDL" || f[2] == "tuned, as recorded" { tok[f[1]] = f[3]; if (f[2] ~ /recorded/) how[f[1]] = " (as recorded)" }
+			f[2] == "reads, PDL, x" { rd[f[1]] = f[3] }
+			END { for (x in tok) if (x in rd) printf "%s %s %s%s, read %s, %.1f %% of its speed\n", run, x, tok[x], how[x], rd[x], 100 * rd[x] / tok[x] }' "$out" | sort -k3,3 >>"$OUT/chain_summary.txt"
+	done
+	cat "$OUT/chain_summary.txt"
+}
+
 case "${1:-}" in
 build) shift; build "$@" ;;
 run) shift; run "$@" ;;
-*) echo "usage: scripts/ab-kernels.sh build NAME [SED_EXPR ...] | run FORMATS SHAPES IDS NAME ..." >&2; exit 2 ;;
+chain) shift; chain "$@" ;;
+*) echo "usage: scripts/ab-kernels.sh build NAME [SED_EXPR ...] | run FORMATS SHAPES IDS NAME ... | chain FORMATS RUN ..." >&2; exit 2 ;;
 esac
