@@ -19,16 +19,16 @@
 #   scripts/ab-kernels.sh chain FORMATS RUN ...
 #       on the device: a cold tune of FORMATS for $MODEL (default
 #       llama-3-8b) by the first RUN's build, without its variables, into
-#       /tmp/ab-chain.db (kept while the machine is), then `autotune bench --chain --compile` of
+#       /tmp/ab-chain-MODEL-FORMATS.db (kept while the machine is), then `autotune bench --chain --compile` of
 #       its winners by every RUN in the order given and then in reverse
 #       (A B B A), each into $OUT/chain_<k>_<RUN>.txt, and
 #       $OUT/chain_summary.txt: per run and format, µs per token with PDL
 #       edges (as recorded where the bench prints it), `reads, PDL, x` and
 #       the token's share of that read's speed. A RUN is NAME or
 #       NAME:VAR=V,VAR=V (a probe build's environment), e.g.
-#         git apply docs/data/h200-dec02-eleventh/probe-release-s012.patch
-#         scripts/ab-kernels.sh build p12 && git checkout -- variants
-#         (device) scripts/ab-kernels.sh chain bf16 p12 p12:GEMV_PROBE=12
+#         git apply docs/data/h200-dec02-eleventh/probe-release-lead.patch
+#         scripts/ab-kernels.sh build lead && git checkout -- variants
+#         (device) scripts/ab-kernels.sh chain bf16 lead lead:GEMV_PROBE=12
 #
 # A sed expression that comments out part of a macro line must use /* */:
 # a // comment swallows the line's continuation backslash.
@@ -112,7 +112,8 @@ unpack() {
 
 chain() {
 	[ $# -ge 2 ] || die "usage: ab-kernels.sh chain FORMATS RUN ..."
-	local formats=$1 model=${MODEL:-llama-3-8b} db=/tmp/ab-chain.db
+	local formats=$1 model=${MODEL:-llama-3-8b}
+	local db="/tmp/ab-chain-$model-${formats//,/_}.db"
 	shift
 	local runs=("$@") order=() i r name vars k=0
 	for r in "${runs[@]}"; do unpack "${r%%:*}"; done
