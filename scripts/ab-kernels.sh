@@ -19,9 +19,10 @@
 #   scripts/ab-kernels.sh chain FORMATS RUN ...
 #       on the device: a cold tune of FORMATS for $MODEL (default
 #       llama-3-8b) by the first RUN's build, without its variables, into
-#       /tmp/ab-chain-MODEL-FORMATS.db (kept while the machine is), then `autotune bench --chain --compile` of
-#       its winners by every RUN in the order given and then in reverse
-#       (A B B A), each into $OUT/chain_<k>_<RUN>.txt, and
+#       /tmp/ab-chain-MODEL-FORMATS.db (kept while the machine is), then
+#       `autotune bench --chain --compile` of its winners by every RUN in
+#       the order given and then in reverse (A B B A), each into
+#       $OUT/chain_<k>_<RUN>.txt, and
 #       $OUT/chain_summary.txt: per run and format, µs per token with PDL
 #       edges (as recorded where the bench prints it), `reads, PDL, x` and
 #       the token's share of that read's speed. A RUN is NAME or
@@ -81,10 +82,9 @@ run() {
 	[ $# -ge 5 ] || die "usage: ab-kernels.sh run FORMATS SHAPES IDS NAME NAME ..."
 	local formats=$1 shapes=$2 ids=$3
 	shift 3
-	local names=("$@") order=() i n s
+	local names=("$@") order n s
 	for n in "${names[@]}"; do unpack "$n"; done
-	for ((i = 0; i < ${#names[@]}; i++)); do order+=("${names[i]}"); done
-	for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("${names[i]}"); done
+	mapfile -t order < <(abba "${names[@]}")
 	export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/xdg}
 	: "${OUT:?set OUT to the folder for results}"
 	for s in ${shapes//,/ }; do
@@ -104,6 +104,13 @@ run() {
 	done
 }
 
+# abba A B ...: its arguments, one a line, in order and then in reverse.
+abba() {
+	local a=("$@") i
+	for ((i = 0; i < ${#a[@]}; i++)); do echo "${a[i]}"; done
+	for ((i = ${#a[@]} - 1; i >= 0; i--)); do echo "${a[i]}"; done
+}
+
 # unpack NAME: the build's binary, gunzipped on first use.
 unpack() {
 	[ -x "$DIR/$1/autotune" ] || { [ -f "$DIR/$1/autotune.gz" ] && gunzip -kf "$DIR/$1/autotune.gz"; } ||
@@ -115,10 +122,9 @@ chain() {
 	local formats=$1 model=${MODEL:-llama-3-8b}
 	local db="/tmp/ab-chain-$model-${formats//,/_}.db"
 	shift
-	local runs=("$@") order=() i r name vars k=0
+	local runs=("$@") order r name vars k=0
 	for r in "${runs[@]}"; do unpack "${r%%:*}"; done
-	for ((i = 0; i < ${#runs[@]}; i++)); do order+=("${runs[i]}"); done
-	for ((i = ${#runs[@]} - 1; i >= 0; i--)); do order+=("${runs[i]}"); done
+	mapfile -t order < <(abba "${runs[@]}")
 	export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/xdg}
 	: "${OUT:?set OUT to the folder for results}"
 	if [ ! -f "$db" ]; then
