@@ -745,7 +745,7 @@ GEMV_KERNEL_HEAD                                                                
         grp += gridDim.x;                                                               \
         row0 = grp < ngroups ? (grp * GEMV_W + warp) * GEMV_R : rows;                   \
     }                                                                                   \
-    gemv_pdl_release();                                                                 \
+    gemv_pdl_release(); /* a warp with no rows released nothing in the loop */          \
 }
 #elif GEMV_S == 2
 // s=2: the same pipeline as the single-body form below, with the batch in
