@@ -136,7 +136,7 @@ chain() {
 		k=$((k + 1))
 		name=${r%%:*} vars=""
 		[ "$r" != "$name" ] && vars=${r#*:}
-		local out="$OUT/chain_${k}_$(printf %s "$r" | tr -c 'A-Za-z0-9_.=-' '_').txt"
+		local out="$OUT/chain_${k}_$(printf %s "$r" | tr -c 'A-Za-z0-9_.-' '_').txt"
 		# shellcheck disable=SC2086
 		env ${vars//,/ } timeout 300 "$DIR/$name/autotune" bench --chain --compile --cache "$db" --model "$model" --formats "$formats" >"$out" 2>&1 ||
 			echo "ab-kernels: run $k ($r) failed: $(tail -1 "$out")" >&2
