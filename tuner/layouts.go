@@ -52,11 +52,6 @@ var searchRules = []searchRule{
 	{func(c searchContext, p space.Params) (bool, string) {
 		return p.S >= 2 && p.W < minRingWarps, fmt.Sprintf("s=%d with w=%d < %d: few warps per block to share the staged x, and on the H200 never within 10 %% of the best (docs/results.md)", p.S, p.W, minRingWarps)
 	}},
-	// bf16's bulk-copy ring lost every job of the sixth session's tune
-	// (run13), by 0.4-6.8 %.
-	{func(c searchContext, p space.Params) (bool, string) {
-		return c.format == "bf16" && p.S == 3 && c.bulk && c.arch.Major >= 9, "bf16 s=3 (bulk copies) is not searched: 0.4-6.8 % behind at every llama-3-8b shape on the H200 (docs/results.md)"
-	}},
 	// Where the bulk ring runs, the 4-bit formats' s=0 and s=1 never won:
 	// s=3 took 18 of 21 jobs of run13 and s=2 the rest, s=1 was 1.3-31 %
 	// behind and s=0 41-124 %. q8_0's s=1 won 4 of its 7 jobs before q8_0
