@@ -41,7 +41,7 @@ func TestSearchSpaceLayouts(t *testing.T) {
 		{"bf16", "r4f0u4s2w8", true, ""}, // bf16 has only raw bytes
 		{"bf16", "r4f0u4s1w8", true, ""},
 		{"bf16", "r4f0u4s0w8", true, ""},
-		{"bf16", "r4f0u4s3w8", true, ""},      // its ring wins at 4096x4096 since the early release
+		{"bf16", "r4f0u4s3w8", true, ""},      // its ring wins most bf16 jobs (docs/results.md)
 		{"q8_0", "r2f0u2s1w16l1a1", true, ""}, // its s=1 stays beside the bulk ring
 		{"q8_0", "r2f0u2s0w16l1", true, ""},
 	}
