@@ -59,14 +59,7 @@ type family struct {
 // are embedded, so a read failure is a build defect. acts lists the values
 // of knob a the template supports ({0}, or {0, 1} with int8 activations).
 func newFamily(format, template string, chunk int, acts []int, bound float64) *family {
-	prelude, err := kernelFiles.ReadFile(preludeFile)
-	if err != nil {
-		panic(fmt.Sprintf("variants: embedded %s: %v", preludeFile, err))
-	}
-	body, err := kernelFiles.ReadFile(template)
-	if err != nil {
-		panic(fmt.Sprintf("variants: embedded %s: %v", template, err))
-	}
+	prelude, body := kernelFile(preludeFile), kernelFile(template)
 	sum := sha256.Sum256([]byte(generatorVersion + "\x00" + string(prelude) + "\x00" + string(body)))
 	return &family{
 		format:  format,
@@ -79,15 +72,22 @@ func newFamily(format, template string, chunk int, acts []int, bound float64) *f
 	}
 }
 
+// kernelFile is an embedded kernel file; embedded, so a read failure is
+// a build defect.
+func kernelFile(name string) []byte {
+	body, err := kernelFiles.ReadFile(name)
+	if err != nil {
+		panic(fmt.Sprintf("variants: embedded %s: %v", name, err))
+	}
+	return body
+}
+
 // withFile appends another kernel file to the source and hashes it with
 // the rest: a body several families share, after the family's file that
 // defines what it needs (dense16.cu), or the family's file after the
 // helpers it uses (kquant.cu).
 func (f *family) withFile(file string) {
-	body, err := kernelFiles.ReadFile(file)
-	if err != nil {
-		panic(fmt.Sprintf("variants: embedded %s: %v", file, err))
-	}
+	body := kernelFile(file)
 	f.src += "\n" + string(body)
 	sum := sha256.Sum256([]byte(f.hash + "\x00" + string(body)))
 	f.hash = hex.EncodeToString(sum[:])[:16]
