@@ -3,6 +3,8 @@ package tuner
 import (
 	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gemvtune/gemvtune/internal/gpu"
@@ -66,14 +68,49 @@ extern "C" __global__ void chain_read(const uint4* __restrict__ p, unsigned n, u
 `
 
 // readID names, among a job's measurements, the streaming-read kernel run
-// over the job's own weight copies (Decision.ReadUS): not a variant ID.
+// over the job's own weight copies (Decision.ReadUS) with launch
+// readLaunchConfigs[k], as readID@k: not a variant ID.
 const readID = "read"
 
+// readLaunchConfigs are the streaming read's launches, {blocks per SM,
+// threads per block}: the ceiling is the best of them over 1 GiB, and a
+// job's same-bytes read the best of them over its own bytes. The best
+// launch for 1 GiB is not the best for a few MB: a grid that covers a
+// small matrix in one pass issues every load at once, a smaller one
+// loads some twice in a row. Taking the read with the ceiling's launch
+// made the same-bytes read of q4_0 1024x4096 (2.4 MB) 2.06 µs in one
+// `autotune bench` and 2.44 µs in the next on one H200 (docs/results.md,
+// "thirteenth lease").
+var readLaunchConfigs = [][2]int{{1, 1024}, {2, 1024}, {2, 512}, {4, 512}, {8, 256}, {16, 128}, {32, 256}}
+
+// readLaunchID is the measurement ID of the same-bytes read with launch
+// readLaunchConfigs[k].
+func readLaunchID(k int) string { return fmt.Sprintf("%s@%d", readID, k) }
+
+// readLaunchIndex is k for readLaunchID(k), false for any other ID.
+func readLaunchIndex(id string) (int, bool) {
+	v, ok := strings.CutPrefix(id, readID+"@")
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil || k < 0 || k >= len(readLaunchConfigs) || readLaunchID(k) != id {
+		return 0, false
+	}
+	return k, true
+}
+
+// readLaunchConfig is readLaunchConfigs[k] on a GPU of sms SMs.
+func readLaunchConfig(k, sms int) gpu.LaunchConfig {
+	g := readLaunchConfigs[k]
+	return gpu.LaunchConfig{Grid: [3]uint32{uint32(sms * g[0]), 1, 1}, Block: [3]uint32{uint32(g[1]), 1, 1}}
+}
+
 // measureCeiling times the streaming read over 1 GiB (well past 4 × L2)
-// for a few grid and block sizes and returns the best median GB/s. The
+// with each of readLaunchConfigs and returns the best median GB/s. The
 // module (cubin, ceilingSource's) is loaded on the first call and stays
-// loaded, the kernel with its best launch, for the same-bytes read of each
-// job (readLaunches) and the chain's reads.
+// loaded for the same-bytes read of each job (readLaunches) and the
+// chain's reads.
 func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 	const bytes = 1 << 30
 	var best float64
@@ -141,8 +178,8 @@ func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 			}
 			warm += d
 		}
-		for _, g := range [][2]int{{1, 1024}, {2, 1024}, {2, 512}, {4, 512}, {8, 256}, {16, 128}, {32, 256}} {
-			cfg := gpu.LaunchConfig{Grid: [3]uint32{uint32(w.info.SMs * g[0]), 1, 1}, Block: [3]uint32{uint32(g[1]), 1, 1}}
+		for k := range readLaunchConfigs {
+			cfg := readLaunchConfig(k, w.info.SMs)
 			var times []float64
 			for rep := 0; rep < 12; rep++ {
 				d, err := timeOne(cfg)
@@ -154,9 +191,7 @@ func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 				}
 			}
 			sort.Float64s(times)
-			if gbs := bytes / times[len(times)/2] / 1e9; gbs > best {
-				best, w.ceilingCfg = gbs, cfg
-			}
+			best = max(best, bytes/times[len(times)/2]/1e9)
 		}
 		return nil
 	})
@@ -165,9 +200,9 @@ func (w *worker) measureCeiling(cubin []byte) (float64, error) {
 
 // readLaunches returns the launches of the streaming-read kernel over each
 // of the current job's raw weight copies (bytes rounded down to 16), with
-// the grid and block that gave the ceiling: how long reading exactly the
-// job's bytes takes, timed like a candidate.
-func (w *worker) readLaunches(c *gpu.Ctx) (gpu.Function, gpu.LaunchConfig, []*gpu.Args, error) {
+// launch readLaunchConfigs[k]: how long reading exactly the job's bytes
+// takes, timed like a candidate.
+func (w *worker) readLaunches(c *gpu.Ctx, k int) (gpu.Function, gpu.LaunchConfig, []*gpu.Args, error) {
 	s := w.shape
 	if w.ceiling == 0 {
 		return 0, gpu.LaunchConfig{}, nil, fmt.Errorf("read: the ceiling kernel is not loaded")
@@ -176,7 +211,7 @@ func (w *worker) readLaunches(c *gpu.Ctx) (gpu.Function, gpu.LaunchConfig, []*gp
 	if err != nil {
 		return 0, gpu.LaunchConfig{}, nil, err
 	}
-	cfg := w.ceilingCfg
+	cfg := readLaunchConfig(k, w.info.SMs)
 	cfg.Stream = s.stream
 	args := make([]*gpu.Args, len(ptrs))
 	for i, p := range ptrs {

@@ -61,8 +61,6 @@ type worker struct {
 	shape      *workerShape
 	ceilingMod gpu.Module   // ceilingSource's module, loaded once (measureCeiling)
 	ceiling    gpu.Function // its streaming-read kernel
-	// ceilingCfg is the grid and block that gave the ceiling.
-	ceilingCfg gpu.LaunchConfig
 }
 
 // workerShape is the device state of the current job.

@@ -44,11 +44,12 @@ func (w *worker) graph(c *gpu.Ctx, id string) (gpu.GraphExec, error) {
 }
 
 // launches returns the kernel, launch and per-copy arguments of candidate
-// id (or of the same-bytes read, readID, or of a candidate launched with
-// programmatic dependent launch, pdlPrefix+id) for the current job.
+// id (or of the same-bytes read with one launch, readLaunchID(k), or of a
+// candidate launched with programmatic dependent launch, pdlPrefix+id)
+// for the current job.
 func (w *worker) launches(c *gpu.Ctx, id string) (gpu.Function, gpu.LaunchConfig, []*gpu.Args, error) {
-	if id == readID {
-		return w.readLaunches(c)
+	if k, ok := readLaunchIndex(id); ok {
+		return w.readLaunches(c, k)
 	}
 	if v, ok := strings.CutPrefix(id, pdlPrefix); ok {
 		fn, cfg, args, err := w.launches(c, v)

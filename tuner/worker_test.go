@@ -41,3 +41,23 @@ func TestWarmL2NeverRecords(t *testing.T) {
 		t.Errorf("WarmL2 with Record: %v", err)
 	}
 }
+
+// Every launch of the same-bytes read has an ID that names it and nothing
+// else: not a variant, not another launch, not the PDL form of either.
+func TestReadLaunchIDs(t *testing.T) {
+	for k := range readLaunchConfigs {
+		id := readLaunchID(k)
+		if got, ok := readLaunchIndex(id); !ok || got != k {
+			t.Errorf("readLaunchIndex(%q) = %d, %v; want %d, true", id, got, ok, k)
+		}
+		if cfg := readLaunchConfig(k, 132); cfg.Grid[0] == 0 || cfg.Block[0] == 0 || cfg.Block[0] > 1024 {
+			t.Errorf("launch %d on 132 SMs: grid %d, block %d", k, cfg.Grid[0], cfg.Block[0])
+		}
+	}
+	for _, id := range []string{"read", "read@", "read@-1", "read@01", "read@x",
+		readLaunchID(len(readLaunchConfigs)), pdlPrefix + readLaunchID(0), "r1f0u1s0w8", "ceiling"} {
+		if k, ok := readLaunchIndex(id); ok {
+			t.Errorf("readLaunchIndex(%q) = %d, true; want false", id, k)
+		}
+	}
+}
