@@ -96,7 +96,8 @@ type Decision struct {
 	CeilingGBs float64   `json:"ceiling_gbs"`
 	// ReadUS is the median µs per launch of the plain streaming read
 	// over this job's own weight bytes, timed like the candidates (CUDA
-	// graph, rotated copies); ReadGBs its rate. A kernel of this size
+	// graph, rotated copies) with each of the ceiling's launches, the
+	// fastest of them; ReadGBs its rate. A kernel of this size
 	// cannot beat it by much: it pays the same launch, first-byte latency
 	// and drain, which the 1 GiB ceiling hides. 0 when not measured.
 	ReadUS     float64     `json:"read_us,omitempty"`
