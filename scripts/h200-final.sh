@@ -43,6 +43,10 @@
 #           28672x8192, 4096x14336, 14336x4096 and 4096x4096, and with
 #           --warm-l2 at the three under L2, for ggml's L2-warm figures
 #           (run `ggml` next in the same call): $OUT/warm_*.txt
+#   read    the same-bytes read's spread from run to run: three `autotune
+#           bench` runs of two q4_0 variants at 1024x4096 and 4096x4096,
+#           each measuring its own ceiling and read (docs/decisions.md, "The
+#           same-bytes read takes its fastest launch"): $OUT/read.txt
 #   gguf    `autotune --gguf` of the Q4_K_M and Q5_K_M test files that
 #           `mkdir -p .gpubin/gguf && GEMV_WRITE_GGUF=$PWD/.gpubin/gguf go
 #           test ./cmd/autotune -run TestGGUFFileTypes` wrote (every
@@ -112,6 +116,13 @@ warm)
 		timeout 150 $A bench --warm-l2 --arch sm_90 --formats $f --shapes 4096x14336,14336x4096,4096x4096 --variants ${fi#*:} > $OUT/warm_${f}_warm.txt 2>&1
 		echo "$f warm exit $?"
 	done
+	;;
+read)
+	for i in 1 2 3; do
+		timeout 90 $A bench --arch sm_90 --formats q4_0 --shapes 1024x4096,4096x4096 --variants r1f0u2s3w8l2,r1f0u4s3w16g2l2a1 >> $OUT/read.txt 2>&1
+		echo "read run $i exit $?"
+	done
+	grep "read (same bytes)" $OUT/read.txt
 	;;
 chain)
 	db=/tmp/gemv-tune.db; [ -f .gpubin/tune.db ] && [ ! -f $db ] && cp .gpubin/tune.db $db
