@@ -85,6 +85,9 @@ type Record struct {
 	// and in records written before it existed. The field is optional in
 	// schema 1: readers that do not know it ignore it.
 	Exact *Alternative `json:"exact,omitempty"`
+	// Token is set when the winner was chosen in a decoded token rather
+	// than launched alone; Candidates keep the figures measured alone.
+	Token *TokenChoice `json:"token,omitempty"`
 
 	Candidates []Candidate `json:"candidates,omitempty"` // every candidate measured or excluded
 }
@@ -122,6 +125,23 @@ type Candidate struct {
 	GBs         float64      `json:"gbs,omitempty"`
 	PctCeiling  float64      `json:"pct_ceiling,omitempty"`
 	Samples     int          `json:"samples,omitempty"`
+}
+
+// TokenChoice says that a record's winner was chosen in a decoded token
+// (autotune --refine): the token ran faster with it than with the
+// candidate fastest alone.
+type TokenChoice struct {
+	// Model is the model preset whose token ran.
+	Model string `json:"model"`
+	// Isolated is the candidate that was fastest launched alone, which the
+	// token ran before.
+	Isolated string `json:"isolated"`
+	// PDL says the token ran with PDL edges.
+	PDL bool `json:"pdl"`
+	// TokenUS and BaseTokenUS are µs per token with the chosen variants
+	// and with the ones fastest alone, in the same run.
+	TokenUS     float64 `json:"token_us"`
+	BaseTokenUS float64 `json:"base_token_us"`
 }
 
 // Stale reports whether r no longer describes the current kernels: its

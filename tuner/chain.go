@@ -49,9 +49,42 @@ type ChainOptions struct {
 	// edges (ChainResult.Reads, chainReadModes): what launching the token
 	// one kernel at a time allows a kernel that does nothing but read.
 	Reads bool
+	// Trials are other choices for some of the token's stages, each timed
+	// as a whole token beside the others (ChainResult.Trials): with PDL
+	// edges before every stage but the first under PDL, else plainly.
+	// RefineChain uses them.
+	Trials []ChainTrial
 	// Samples is how many timed batches of tokens give each median; 0 is
 	// 21.
 	Samples int
+}
+
+// ChainTrial is the token with other variants for every stage of some
+// (format, shape)s: what RefineChain tries in place of the choices.
+type ChainTrial struct {
+	Variants []ChainVariant
+}
+
+// ChainVariant is a variant that runs every stage of one format and
+// shape in a ChainTrial.
+type ChainVariant struct {
+	Format     string
+	Rows, Cols int
+	Params     space.Params
+	Cubin      []byte // the variant's stored cubin; nil: compiled here
+	// PDLShared is the dynamic shared memory of its PDL launches; 0:
+	// found here (pinnedShared). ChainResult.TrialVariants fill both.
+	PDLShared uint32
+}
+
+// variantFor returns the trial's variant for stage st, if it has one.
+func (t ChainTrial) variantFor(st ChainStage) (ChainVariant, bool) {
+	for _, v := range t.Variants {
+		if v.Format == st.Format && v.Rows == st.Rows && v.Cols == st.Cols {
+			return v, true
+		}
+	}
+	return ChainVariant{}, false
 }
 
 // ChainTiming is what one token took in one launch mode.
@@ -78,6 +111,11 @@ type ChainResult struct {
 	PDL                               *ChainTiming      // with PDL edges, under ChainOptions.PDL
 	Recorded                          *ChainTiming      // as the stages' modes say, under ChainOptions.Recorded
 	Reads                             []ChainModeTiming // under ChainOptions.Reads
+	// Trials are ChainOptions.Trials' timings, in order, in the mode
+	// they ran (with PDL edges under ChainOptions.PDL), and TrialVariants
+	// their variants as run: the cubin loaded and the PDL shared memory.
+	Trials        []ChainTiming
+	TrialVariants [][]ChainVariant
 	// MaxRelErr is the largest relative L2 error of a stage's output
 	// against its float64 reference (the stage's own input x).
 	MaxRelErr float64
@@ -138,15 +176,19 @@ const chainTokens = 5
 // x), every stage with weights of its own in device memory (a token reads
 // far more than L2 holds, as a model does), captured in one CUDA graph
 // (with ChainOptions.PDL a second one with PDL edges over the same
-// buffers). It checks every stage's output against the float64 reference
-// of the input it read (and the PDL graph's against those bits), then
-// times the graphs: warm-up, then Samples batches of chainTokens tokens
-// between CUDA events, the graphs alternating. Stages of one (format,
-// shape, layout) share their host weights (random, quantized once) and are
-// copied to their own device memory.
+// buffers, and one graph per trial). It checks every stage's output
+// against the float64 reference of the input it read (the PDL graph's
+// against those bits, and in a trial's graph the stages the trial
+// changes), then times the graphs: warm-up, then Samples batches of
+// chainTokens tokens between CUDA events, the graphs alternating. Stages
+// of one (format, shape, layout) share their host weights (random,
+// quantized once) and are copied to their own device memory.
 func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOptions) (ChainResult, error) {
 	res := ChainResult{Stages: len(stages)}
 	if err := CheckChain(stages); err != nil {
+		return res, err
+	}
+	if err := checkTrials(stages, opts.Trials); err != nil {
 		return res, err
 	}
 	if opts.Samples <= 0 {
@@ -180,30 +222,42 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		return res, fmt.Errorf("measuring the read ceiling: %w", err)
 	}
 
-	// Host data: one quantized matrix per (format, shape, layout).
-	type weightKey struct {
-		format     string
-		rows, cols int
-		layout     int
-	}
+	// Host data: one quantized matrix per (format, shape, layout), for the
+	// stages' layouts and the trials'.
 	raws := map[weightKey][]byte{}   // raw bytes, for the reference
 	packed := map[weightKey][]byte{} // in the stage's layout
-	for _, st := range stages {
-		k := weightKey{st.Format, st.Rows, st.Cols, st.Params.L}
+	pack := func(name, format string, rows, cols, layout int) error {
+		k := weightKey{format, rows, cols, layout}
 		if _, ok := packed[k]; ok {
-			continue
+			return nil
 		}
-		fam, _ := variants.FamilyOf(st.Format)
-		rk := weightKey{st.Format, st.Rows, st.Cols, 0}
+		fam, _ := variants.FamilyOf(format)
+		rk := weightKey{format, rows, cols, 0}
 		raw, ok := raws[rk]
 		if !ok {
-			if raw, err = chainWeights(fam.Format(), st.Rows, st.Cols); err != nil {
-				return res, fmt.Errorf("%s: %w", st.Name, err)
+			var err error
+			if raw, err = chainWeights(fam.Format(), rows, cols); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
 			}
 			raws[rk] = raw
 		}
-		if packed[k], err = fam.Repack(raw, st.Rows, st.Cols, st.Params.L); err != nil {
-			return res, fmt.Errorf("%s: %w", st.Name, err)
+		b, err := fam.Repack(raw, rows, cols, layout)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		packed[k] = b
+		return nil
+	}
+	for _, st := range stages {
+		if err := pack(st.Name, st.Format, st.Rows, st.Cols, st.Params.L); err != nil {
+			return res, err
+		}
+	}
+	for _, t := range opts.Trials {
+		for _, v := range t.Variants {
+			if err := pack(v.Params.ID(), v.Format, v.Rows, v.Cols, v.Params.L); err != nil {
+				return res, err
+			}
 		}
 	}
 	x0 := make([]float32, stages[0].Cols)
@@ -213,32 +267,29 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	}
 
 	// Device data and modules (one per variant, however many stages run
-	// it), then the graph.
-	type variantKey struct {
-		format string
-		params space.Params
-	}
+	// it), then the graphs.
+	mods := chainModules{nv: nv, arch: info.Arch, mods: map[chainVariantKey]gpu.Module{},
+		fns: map[chainVariantKey]gpu.Function{}, shared: map[chainVariantKey]int{}, cubins: map[chainVariantKey][]byte{}}
 	devs := make([]chainDev, len(stages))
-	mods := map[variantKey]gpu.Module{}
-	fns := map[variantKey]gpu.Function{}
-	shared := map[variantKey]int{} // the dynamic shared memory limit set per function
+	trialW := map[weightKey][]gpu.DevPtr{} // a trial layout's weights, per stage
 	var x gpu.DevPtr
-	var graphs []gpu.GraphExec     // plain, then with PDL edges when asked
-	var readGraphs []gpu.GraphExec // chainReadModes', under opts.Reads
-	var readNames []string         // their modes' names
+	var graphs []gpu.GraphExec      // plain, then with PDL edges when asked
+	var trialGraphs []gpu.GraphExec // one per trial
+	var readGraphs []gpu.GraphExec  // chainReadModes', under opts.Reads
+	var readNames []string          // their modes' names
+	var trialStages [][]ChainStage  // each trial's stages
 	var readOut, readX gpu.DevPtr
 	defer dev.Do(func(c *gpu.Ctx) error {
-		for _, g := range slices.Concat(graphs, readGraphs) {
+		for _, g := range slices.Concat(graphs, trialGraphs, readGraphs) {
 			c.DestroyGraphExec(g)
 		}
 		if w.ceilingMod != 0 {
 			c.UnloadModule(w.ceilingMod)
 		}
-		if readOut != 0 {
-			c.Free(readOut)
-		}
-		if readX != 0 {
-			c.Free(readX)
+		for _, p := range []gpu.DevPtr{readOut, readX, x} {
+			if p != 0 {
+				c.Free(p)
+			}
 		}
 		for _, d := range devs {
 			if d.w != 0 {
@@ -248,53 +299,29 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 				c.Free(d.y)
 			}
 		}
-		for _, m := range mods {
-			c.UnloadModule(m)
+		for _, ws := range trialW {
+			for _, p := range ws {
+				if p != 0 {
+					c.Free(p)
+				}
+			}
 		}
-		if x != 0 {
-			c.Free(x)
-		}
+		mods.unload(c)
 		return nil
 	})
 	for i, st := range stages {
 		fam, _ := variants.FamilyOf(st.Format)
-		vk := variantKey{st.Format, st.Params}
 		d := &devs[i]
 		d.launch = fam.Launch(st.Params, st.Rows, st.Cols)
 		b := packed[weightKey{st.Format, st.Rows, st.Cols, st.Params.L}]
 		d.bytes = len(b)
 		res.Bytes += int64(len(b))
-		cubin := st.Cubin
-		if _, loaded := fns[vk]; !loaded && cubin == nil {
-			src, err := fam.Source(st.Params)
-			if err != nil {
-				return res, fmt.Errorf("%s: %w", st.Name, err)
-			}
-			if cubin, _, err = nv.Compile(src, st.Format+".cu", info.Arch); err != nil {
-				return res, fmt.Errorf("%s: compiling %s: %w", st.Name, st.Params.ID(), err)
-			}
+		fn, err := mods.load(dev, st.Format, st.Params, st.Cubin, int(max(d.launch.SharedBytes, st.PDLShared)))
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", st.Name, err)
 		}
-		err := dev.Do(func(c *gpu.Ctx) error {
-			fn, loaded := fns[vk]
-			if !loaded {
-				m, err := c.LoadModule(cubin)
-				if err != nil {
-					return err
-				}
-				mods[vk] = m
-				if fn, err = c.Function(m, variants.KernelName); err != nil {
-					return err
-				}
-				fns[vk] = fn
-			}
-			d.fn = fn
-			// The function's limit is the largest any of its stages needs.
-			if need := int(max(d.launch.SharedBytes, st.PDLShared)); need > 48*1024 && need > shared[vk] {
-				if err := c.SetMaxDynamicShared(fn, need); err != nil {
-					return err
-				}
-				shared[vk] = need
-			}
+		d.fn = fn
+		err = dev.Do(func(c *gpu.Ctx) error {
 			var err error
 			if d.w, err = c.Alloc(len(b)); err != nil {
 				return err
@@ -309,6 +336,67 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			return res, fmt.Errorf("%s: %w", st.Name, err)
 		}
 	}
+	// Each trial's stages and launches: the trial's variant where it has
+	// one (its own copy of the weights when its layout differs), pinned
+	// under PDL edges as a tuned stage is; the token's elsewhere.
+	trialDevs := make([][]chainDev, len(opts.Trials))
+	for ti, t := range opts.Trials {
+		ts := slices.Clone(stages)
+		td := slices.Clone(devs)
+		for i, st := range stages {
+			v, ok := t.variantFor(st)
+			if !ok {
+				continue
+			}
+			fam, _ := variants.FamilyOf(v.Format)
+			launch := fam.Launch(v.Params, v.Rows, v.Cols)
+			fn, err := mods.load(dev, v.Format, v.Params, v.Cubin, int(launch.SharedBytes))
+			if err != nil {
+				return res, fmt.Errorf("%s with %s: %w", st.Name, v.Params.ID(), err)
+			}
+			td[i].fn, td[i].launch = fn, launch
+			ts[i].Params, ts[i].Cubin, ts[i].LaunchPDL, ts[i].PDLShared = v.Params, nil, true, v.PDLShared
+			if opts.PDL && v.PDLShared == 0 {
+				if ts[i].PDLShared, err = mods.pin(dev, v.Format, v.Params, launch, info); err != nil {
+					return res, fmt.Errorf("%s with %s: %w", st.Name, v.Params.ID(), err)
+				}
+			}
+			if v.Params.L == st.Params.L {
+				continue
+			}
+			k := weightKey{v.Format, v.Rows, v.Cols, v.Params.L}
+			if trialW[k] == nil {
+				trialW[k] = make([]gpu.DevPtr, len(stages))
+			}
+			if trialW[k][i] == 0 {
+				b := packed[k]
+				err := dev.Do(func(c *gpu.Ctx) error {
+					p, err := c.Alloc(len(b))
+					if err != nil {
+						return err
+					}
+					trialW[k][i] = p
+					return c.CopyHtoD(p, b)
+				})
+				if err != nil {
+					return res, fmt.Errorf("%s with %s: %w", st.Name, v.Params.ID(), err)
+				}
+			}
+			td[i].w = trialW[k][i]
+		}
+		trialStages = append(trialStages, ts)
+		trialDevs[ti] = td
+		run := slices.Clone(t.Variants)
+		for j, v := range run {
+			run[j].Cubin = mods.cubins[chainVariantKey{v.Format, v.Params}]
+			if i := slices.IndexFunc(ts, func(st ChainStage) bool {
+				return st.Format == v.Format && st.Rows == v.Rows && st.Cols == v.Cols
+			}); i >= 0 {
+				run[j].PDLShared = ts[i].PDLShared
+			}
+		}
+		res.TrialVariants = append(res.TrialVariants, run)
+	}
 	err = dev.Do(func(c *gpu.Ctx) error {
 		var err error
 		if x, err = c.Alloc(4 * len(x0)); err != nil {
@@ -317,13 +405,15 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		if err := c.CopyHtoD(x, gpu.Bytes(x0)); err != nil {
 			return err
 		}
-		in := x
-		for i, st := range stages {
-			d := &devs[i]
-			if d.args, err = gpu.NewArgs(d.w, in, d.y, int32(st.Rows), int32(st.Cols)); err != nil {
-				return err
+		for _, ds := range slices.Concat([][]chainDev{devs}, trialDevs) {
+			in := x
+			for i, st := range stages {
+				d := &ds[i]
+				if d.args, err = gpu.NewArgs(d.w, in, d.y, int32(st.Rows), int32(st.Cols)); err != nil {
+					return err
+				}
+				in = d.y
 			}
-			in = d.y
 		}
 		s, err := c.NewStream()
 		if err != nil {
@@ -343,6 +433,13 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 				return err
 			}
 			graphs = append(graphs, g)
+		}
+		for ti := range opts.Trials {
+			g, err := captureChain(c, s, trialStages[ti], trialDevs[ti], chainMode{pdl: opts.PDL})
+			if err != nil {
+				return err
+			}
+			trialGraphs = append(trialGraphs, g)
 		}
 		if !opts.Reads {
 			return nil
@@ -397,9 +494,11 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	}
 
 	// One token, checked stage by stage against its own input; with PDL
-	// edges the same token must give the same bits.
+	// edges the same token must give the same bits. A trial's token is
+	// checked where the trial changes it.
 	var ys [][]float32
-	var modeYs [][][]float32 // per graph after the first
+	var modeYs [][][]float32  // per graph after the first
+	var trialYs [][][]float32 // per trial
 	err = dev.Do(func(c *gpu.Ctx) error {
 		var err error
 		if ys, err = runChain(c, graphs[0], stages, devs); err != nil {
@@ -412,22 +511,24 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			}
 			modeYs = append(modeYs, y)
 		}
+		for ti, g := range trialGraphs {
+			y, err := runChain(c, g, stages, trialDevs[ti])
+			if err != nil {
+				return err
+			}
+			trialYs = append(trialYs, y)
+		}
 		return nil
 	})
 	if err != nil {
 		return res, fmt.Errorf("running the token: %w", err)
 	}
+	raw := func(st ChainStage) []byte { return raws[weightKey{st.Format, st.Rows, st.Cols, 0}] }
 	in := x0
 	for i, st := range stages {
-		fam, _ := variants.FamilyOf(st.Format)
-		ref, err := fam.Format().Reference(raws[weightKey{st.Format, st.Rows, st.Cols, 0}], in, st.Rows, st.Cols)
+		e, err := checkStage(st, raw(st), in, ys[i])
 		if err != nil {
 			return res, err
-		}
-		e, finite := relL2(ys[i], ref)
-		if !finite || !(e <= fam.ErrorBound(st.Params)) {
-			return res, fmt.Errorf("%s (%s %dx%d, %s): relative L2 error %.3g against the float64 reference, bound %.3g",
-				st.Name, st.Format, st.Rows, st.Cols, st.Params.ID(), e, fam.ErrorBound(st.Params))
 		}
 		res.MaxRelErr = max(res.MaxRelErr, e)
 		if i+1 < len(stages) {
@@ -444,11 +545,27 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			}
 		}
 	}
+	for ti, tys := range trialYs {
+		for i, st := range trialStages[ti] {
+			if st.Params == stages[i].Params {
+				continue
+			}
+			in := x0
+			if i > 0 {
+				in = tys[i-1][:st.Cols]
+			}
+			e, err := checkStage(st, raw(st), in, tys[i])
+			if err != nil {
+				return res, fmt.Errorf("trial %d: %w", ti+1, err)
+			}
+			res.MaxRelErr = max(res.MaxRelErr, e)
+		}
+	}
 
 	// Time it: batches of chainTokens tokens between CUDA events, the
 	// graphs alternating batch by batch, so a drift of the clocks shifts
-	// both modes alike.
-	timed := slices.Concat(graphs, readGraphs)
+	// every mode alike.
+	timed := slices.Concat(graphs, trialGraphs, readGraphs)
 	samples := make([][]float64, len(timed))
 	err = dev.Do(func(c *gpu.Ctx) error {
 		e0, err := c.NewEvent()
@@ -509,10 +626,143 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	if len(graphs) > 2 {
 		res.Recorded = &timings[2]
 	}
+	res.Trials = timings[len(graphs) : len(graphs)+len(trialGraphs)]
 	for i, name := range readNames {
-		res.Reads = append(res.Reads, ChainModeTiming{Mode: name, ChainTiming: timings[len(graphs)+i]})
+		res.Reads = append(res.Reads, ChainModeTiming{Mode: name, ChainTiming: timings[len(graphs)+len(trialGraphs)+i]})
 	}
 	return res, nil
+}
+
+// weightKey names one quantized matrix of a chain in one layout.
+type weightKey struct {
+	format     string
+	rows, cols int
+	layout     int
+}
+
+// checkStage compares stage st's output y with the float64 reference of
+// the input it read, in the stage's error bound, and returns the
+// relative L2 error.
+func checkStage(st ChainStage, raw []byte, in, y []float32) (float64, error) {
+	fam, _ := variants.FamilyOf(st.Format)
+	ref, err := fam.Format().Reference(raw, in, st.Rows, st.Cols)
+	if err != nil {
+		return 0, err
+	}
+	e, finite := relL2(y, ref)
+	if !finite || !(e <= fam.ErrorBound(st.Params)) {
+		return e, fmt.Errorf("%s (%s %dx%d, %s): relative L2 error %.3g against the float64 reference, bound %.3g",
+			st.Name, st.Format, st.Rows, st.Cols, st.Params.ID(), e, fam.ErrorBound(st.Params))
+	}
+	return e, nil
+}
+
+// checkTrials checks that every trial's variants run a (format, shape)
+// of the token that their gates accept, once per trial.
+func checkTrials(stages []ChainStage, trials []ChainTrial) error {
+	for ti, t := range trials {
+		seen := map[weightKey]bool{}
+		for _, v := range t.Variants {
+			k := weightKey{v.Format, v.Rows, v.Cols, 0}
+			if seen[k] {
+				return fmt.Errorf("chain trial %d: two variants for %s %dx%d", ti+1, v.Format, v.Rows, v.Cols)
+			}
+			seen[k] = true
+			if !slices.ContainsFunc(stages, func(st ChainStage) bool {
+				return st.Format == v.Format && st.Rows == v.Rows && st.Cols == v.Cols
+			}) {
+				return fmt.Errorf("chain trial %d: no stage of the token is %s %dx%d", ti+1, v.Format, v.Rows, v.Cols)
+			}
+			fam, err := variants.FamilyOf(v.Format)
+			if err != nil {
+				return fmt.Errorf("chain trial %d: %w", ti+1, err)
+			}
+			if err := fam.Gate(v.Params, v.Rows, v.Cols); err != nil {
+				return fmt.Errorf("chain trial %d: %s cannot run %dx%d: %w", ti+1, v.Params.ID(), v.Rows, v.Cols, err)
+			}
+		}
+	}
+	return nil
+}
+
+// chainVariantKey names one loaded kernel of a chain.
+type chainVariantKey struct {
+	format string
+	params space.Params
+}
+
+// chainModules loads each variant of a chain once: its stored cubin, or
+// this build's source compiled here.
+type chainModules struct {
+	nv     *gpu.NVRTC
+	arch   gpu.Arch
+	mods   map[chainVariantKey]gpu.Module
+	fns    map[chainVariantKey]gpu.Function
+	shared map[chainVariantKey]int    // the dynamic shared memory limit set per function
+	cubins map[chainVariantKey][]byte // what each was loaded from
+}
+
+// load returns the variant's kernel, loading it on first use, with its
+// dynamic shared memory limit raised to at least shared bytes.
+func (m *chainModules) load(dev *gpu.Device, format string, p space.Params, cubin []byte, shared int) (gpu.Function, error) {
+	k := chainVariantKey{format, p}
+	_, loaded := m.fns[k]
+	if !loaded && cubin == nil {
+		fam, _ := variants.FamilyOf(format)
+		src, err := fam.Source(p)
+		if err != nil {
+			return 0, err
+		}
+		if cubin, _, err = m.nv.Compile(src, format+".cu", m.arch); err != nil {
+			return 0, fmt.Errorf("compiling %s: %w", p.ID(), err)
+		}
+	}
+	var fn gpu.Function
+	err := dev.Do(func(c *gpu.Ctx) error {
+		var ok bool
+		if fn, ok = m.fns[k]; !ok {
+			mod, err := c.LoadModule(cubin)
+			if err != nil {
+				return err
+			}
+			m.mods[k], m.cubins[k] = mod, cubin
+			if fn, err = c.Function(mod, variants.KernelName); err != nil {
+				return err
+			}
+			m.fns[k] = fn
+		}
+		// The function's limit is the largest any of its stages needs.
+		if shared > 48*1024 && shared > m.shared[k] {
+			if err := c.SetMaxDynamicShared(fn, shared); err != nil {
+				return err
+			}
+			m.shared[k] = shared
+		}
+		return nil
+	})
+	return fn, err
+}
+
+// pin returns the loaded variant's PDL shared memory at launch
+// (pinnedShared), raising its limit as that needs.
+func (m *chainModules) pin(dev *gpu.Device, format string, p space.Params, launch variants.Launch, info gpu.Info) (uint32, error) {
+	k := chainVariantKey{format, p}
+	var pinned uint32
+	err := dev.Do(func(c *gpu.Ctx) error {
+		limit := m.shared[k]
+		var err error
+		pinned, err = pinnedShared(c, m.fns[k], launch, info, &limit)
+		m.shared[k] = limit
+		return err
+	})
+	return pinned, err
+}
+
+// unload unloads every module.
+func (m *chainModules) unload(c *gpu.Ctx) {
+	for _, mod := range m.mods {
+		c.UnloadModule(mod)
+	}
 }
 
 // chainTiming summarises a mode's µs per token.

@@ -13,7 +13,9 @@ import (
 // on sm_90 and newer, with PDL edges: every output is checked against its
 // float64 reference inside Chain, and the PDL graph's against those bits,
 // which a stage that read its x before the stage before had written it
-// would not give.
+// would not give. Two trials run other variants in place of some stages:
+// one in another layout (its own copy of the weights), one for two shapes
+// at once; their stages are checked against the reference too.
 func TestChainOnGPU(t *testing.T) {
 	needGPU(t)
 	infos, _ := gpu.Probe()
@@ -28,9 +30,27 @@ func TestChainOnGPU(t *testing.T) {
 		{Name: "lm-head", Format: "q4_0", Rows: 32768, Cols: 4096, Params: ring},
 	}
 	pdl := infos[0].Arch.Major >= 9
-	r, err := Chain(context.Background(), 0, stages, ChainOptions{PDL: pdl, Recorded: pdl, Reads: true, Samples: 5})
+	other, _ := space.Parse("r1f0u2s1w8")
+	bulk := ring
+	if pdl {
+		bulk, _ = space.Parse("r1f0u2s3w8l2")
+	}
+	trials := []ChainTrial{
+		{Variants: []ChainVariant{{Format: "q4_0", Rows: 28672, Cols: 4096, Params: other}}},
+		{Variants: []ChainVariant{{Format: "q4_0", Rows: 4096, Cols: 4096, Params: bulk}, {Format: "q4_0", Rows: 4096, Cols: 14336, Params: other}}},
+	}
+	r, err := Chain(context.Background(), 0, stages, ChainOptions{PDL: pdl, Recorded: pdl, Reads: true, Trials: trials, Samples: 5})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(r.Trials) != len(trials) {
+		t.Fatalf("%d trial timings, want %d", len(r.Trials), len(trials))
+	}
+	for i, tr := range r.Trials {
+		if tr.MedianUS <= 0 {
+			t.Fatalf("trial %d: %+v", i+1, tr)
+		}
+		t.Logf("trial %d: %.1f µs per token (%.1f–%.1f)", i+1, tr.MedianUS, tr.LoUS, tr.HiUS)
 	}
 	wantReads := 1
 	if pdl {

@@ -80,3 +80,29 @@ func TestCeilingSourceCompiles(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckTrials(t *testing.T) {
+	stages := []ChainStage{
+		{Name: "o", Format: "q4_0", Rows: 4096, Cols: 4096, Params: space.Stock},
+		{Name: "down", Format: "q4_0", Rows: 4096, Cols: 14336, Params: space.Stock},
+	}
+	ring, _ := space.Parse("r2f0u2s2w8l1")
+	v := func(rows, cols int, p space.Params) ChainVariant {
+		return ChainVariant{Format: "q4_0", Rows: rows, Cols: cols, Params: p}
+	}
+	for _, tc := range []struct {
+		trial ChainTrial
+		want  string
+	}{
+		{ChainTrial{Variants: []ChainVariant{v(4096, 4096, ring), v(4096, 14336, ring)}}, ""},
+		{ChainTrial{Variants: []ChainVariant{v(4096, 4096, ring), v(4096, 4096, space.Stock)}}, "two variants for q4_0 4096x4096"},
+		{ChainTrial{Variants: []ChainVariant{v(6144, 4096, ring)}}, "no stage of the token is q4_0 6144x4096"},
+		{ChainTrial{Variants: []ChainVariant{v(4096, 4096, space.Params{R: 5, U: 1, W: 8})}}, "cannot run 4096x4096"},
+		{ChainTrial{Variants: []ChainVariant{{Format: "q5_0", Rows: 4096, Cols: 4096, Params: ring}}}, "no stage of the token is q5_0"},
+	} {
+		err := checkTrials(stages, []ChainTrial{tc.trial})
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("checkTrials: %v, want %q", err, tc.want)
+		}
+	}
+}

@@ -60,6 +60,7 @@ func (d Decision) Record() cache.Record {
 		Time:          d.Time,
 		Throttled:     d.Throttled,
 		ClockNotes:    clockNotes(d.Before, d.After),
+		Token:         d.Token,
 	}
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()

@@ -120,6 +120,10 @@ type Decision struct {
 	// tolerance (int8 activations): what an engine that sets
 	// GEMV_REQUIRE_EXACT=1 gets. Nil when Winner is exact.
 	Exact *Alternative `json:"exact,omitempty"`
+	// Token is set when the winner was chosen in a decoded token, not
+	// launched alone (RefineDecisions); Candidates keep the figures
+	// measured alone.
+	Token *TokenChoice `json:"token,omitempty"`
 
 	GPUName    string    `json:"gpu_name"`
 	GPUUUID    string    `json:"gpu_uuid"`

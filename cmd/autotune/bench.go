@@ -22,7 +22,7 @@ func init() {
 
 const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--formats q4_0,...] [--shapes RxC,...] [--cache PATH] [--warm-l2]
        autotune bench --variants ID,... [--arch ...] [--formats ...] [--shapes ...] [--warm-l2]
-       autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N] [--compile]
+       autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N] [--compile] [--refine]
 
 Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
 and prints µs, GB/s and % of the read ceiling measured in the same run. The
@@ -39,6 +39,12 @@ stage's PDL launch with its recorded shared memory), and as the choices'
 launch modes say where they differ, every output checked against the
 float64 reference (docs/tuner.md, "The decode chain"); with --compile the
 tuned choices run this build's kernel source, not their stored cubins.
+With --chain --refine, the tuned token instead runs with each of the
+cache's other candidates for a shape in place of its choice (the fastest
+few alone and the fastest of each staging form), interleaved with the
+token as tuned; the ones that made it faster beyond the intervals run
+together in a second run. It prints what each changed; nothing is
+recorded.
 With --warm-l2 every launch reads one copy of the weights, as harnesses
 that replay one matrix do (ggml's test-backend-ops): below the L2 size the
 times are L2-warm, for like-for-like comparisons with such harnesses only.
@@ -59,6 +65,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	model := fs.String("model", defaultModel, "with --chain: the model preset whose token runs: "+strings.Join(presetNames(), ", "))
 	ordinal := fs.Int("gpu", 0, "with --chain: the GPU ordinal to run on")
 	compile := fs.Bool("compile", false, "with --chain: compile the tuned choices from this build's kernel source instead of running their stored cubins")
+	refine := fs.Bool("refine", false, "with --chain: try the cache's other candidates in the tuned token, each alone and the faster ones together, and print what each changes (nothing is recorded)")
 	warm := fs.Bool("warm-l2", false, "time over one copy of the weights (L2-warm below the L2 size), like ggml's test-backend-ops; not with --chain")
 	if help, err := parseArgs(fs, args, 0); help || err != nil {
 		return err
@@ -81,12 +88,14 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("bench: --warm-l2 times one kernel at a time; a --chain token reads every layer's own weights")
 	case *compile && !*chain:
 		return usagef("bench: --compile is for --chain (--variants always compiles)")
+	case *refine && !*chain:
+		return usagef("bench: --refine is for --chain")
 	}
 	if *ids != "" {
 		return benchVariants(ctx, *arch, fl, sl, *ids, *warm, stdout, stderr)
 	}
 	if *chain {
-		return benchChain(ctx, *model, fl, *cachePath, *ordinal, *compile, stdout, stderr)
+		return benchChain(ctx, *model, fl, *cachePath, *ordinal, *compile, *refine, stdout, stderr)
 	}
 	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: func(string) (string, bool) { return "", false }})
 	if pol != nil && pol.CacheErr != nil {

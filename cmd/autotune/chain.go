@@ -31,7 +31,7 @@ var chainChoices = []struct {
 
 // benchChain runs one token of model for every format, in every mode, on
 // GPU ordinal, and prints a row per (format, mode).
-func benchChain(ctx context.Context, model string, formats []string, cachePath string, ordinal int, compile bool, stdout, stderr io.Writer) error {
+func benchChain(ctx context.Context, model string, formats []string, cachePath string, ordinal int, compile, refine bool, stdout, stderr io.Writer) error {
 	p, err := presetByName(model)
 	if err != nil {
 		return usagef("bench --chain: %v", err)
@@ -50,6 +50,9 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 		fmt.Fprintf(stderr, "autotune: bench --chain: %v: the tuned rows run what lookups give without it (stock)\n", pol.CacheErr)
 	}
 	token := p.token()
+	if refine {
+		return refineTokens(ctx, pol, cachePath, g, ordinal, formats, token, compile, stdout, stderr)
+	}
 	fmt.Fprintf(stdout, "one token of %s (%d GEMVs) on GPU %d, %s\n", p.name, len(token), ordinal, g.Name)
 	// Fixed widths, not a tabwriter: the rows are printed as each token
 	// finishes (seconds each), and they must line up with the header all

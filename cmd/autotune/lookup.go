@@ -144,6 +144,8 @@ func writeLookup(w io.Writer, o lookupJSON) error {
 		b.WriteString("  pdl     supported")
 		if e := o.Evidence; e != nil && e.PDLUS > 0 {
 			fmt.Fprintf(&b, "; %.2f µs per launch in a PDL chain, %.2f plain (%s)", e.PDLUS, e.MedianUS, pdlVerdict(o))
+		} else if o.PDLPays { // chosen in a token (autotune --refine): no chain of its own
+			fmt.Fprintf(&b, "; chosen in a decoded token with PDL edges (%s)", pdlVerdict(o))
 		}
 		b.WriteString("\n")
 	}

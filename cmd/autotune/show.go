@@ -139,10 +139,10 @@ func exactAlt(r cache.Record) string {
 
 // launchMode is r's recorded launch mode: "pdl" with the PDL launch's
 // shared memory (which may be the kernel's own), "plain", or "-" where no
-// PDL chain was timed.
+// PDL chain was timed (its own, or a token's: autotune --refine).
 func launchMode(r cache.Record) string {
 	switch {
-	case r.PDLUS <= 0:
+	case r.PDLUS <= 0 && (r.Token == nil || !r.Token.PDL):
 		return "-"
 	case !r.LaunchPDL:
 		return "plain"
@@ -166,7 +166,11 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 		if why := staleWhy(r); why != "" {
 			stale = "yes: " + why
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%s\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), r.WinnerID, r.Class,
+		winner := r.WinnerID
+		if r.Token != nil {
+			winner += " (token)" // chosen in a decoded token, not alone
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.0f\t%.1f\t%s\t%s\t%s\t%.3f×\t%s\t%s\t%s\n", r.Format, r.Shape(), winner, r.Class,
 			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), usOrDash(r.PDLUS), launchMode(r), r.Speedup, exactAlt(r),
 			termtext.Printable(r.GPUName), termtext.Printable(stale))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"github.com/gemvtune/gemvtune/cache"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,14 +13,20 @@ func TestShowCommand(t *testing.T) {
 	stale := testRecord(t, "sm_80", "q8_0", 4096, 4096, "v1")
 	stale.SourceHash = "0000000000000000"
 	tuned := testRecord(t, "sm_90", "q4_0", 4096, 14336, "r2f3u1s0w8")
-	tuned.ReadUS = 17.2                                                 // the same-bytes read: 17.2/21.5 = 80.0 % of it
-	tuned.PDLUS, tuned.LaunchPDL, tuned.PDLShared = 19.87, true, 119808 // in a chain of PDL launches, recorded so
-	path := cacheWith(t, tuned, stale)
+	tuned.ReadUS = 17.2                                                         // the same-bytes read: 17.2/21.5 = 80.0 % of it
+	tuned.PDLUS, tuned.LaunchPDL, tuned.PDLShared = 19.87, true, 119808         // in a chain of PDL launches, recorded so
+	inToken := testRecord(t, "sm_90", "q4_0", 28672, 4096, "r2f0u2s3w16g7l2a1") // chosen in a token: no chain of its own
+	inToken.LaunchPDL, inToken.PDLShared = true, 43264
+	inToken.Token = &cache.TokenChoice{Model: "llama-3-8b", Isolated: "r1f0u2s3w16g7l2a1", PDL: true, TokenUS: 1160, BaseTokenUS: 1173.8}
+	path := cacheWith(t, tuned, stale, inToken)
 	var out, errOut bytes.Buffer
 	if err := showMain([]string{"--cache", path}, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
+	if !strings.Contains(s, "r2f0u2s3w16g7l2a1 (token)") || !strings.Contains(s, "pdl 43264 B") {
+		t.Errorf("show output does not mark the winner chosen in a token, or its launch:\n%s", s)
+	}
 	for _, want := range []string{"sm_90", "sm_80", "r2f3u1s0w8", "4096x14336", "3712", "83.4", "80.0", "1.080×", "yes: kernel source changed", "no"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("show output lacks %q:\n%s", want, s)

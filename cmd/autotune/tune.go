@@ -59,11 +59,12 @@ type tuneFlags struct {
 	force  bool
 	wait   bool
 	shard  string
+	refine bool
 }
 
 const tuneUsage = `usage: autotune [--arch sm_XY|auto] [--model NAME | --shapes RxC,... | --gguf FILE]
                 [--formats q4_0,q8_0,...] [--cache PATH] [--budget N]
-                [--dry-run] [--json] [--force] [--wait] [--shard I/N]
+                [--dry-run] [--json] [--force] [--wait] [--shard I/N] [--refine]
 
 Finds, for each local GPU, weight format and matrix shape, the fastest
 kernel variant that is correct and beats the stock kernel significantly,
@@ -101,6 +102,7 @@ func newTuneFlagSet(f *tuneFlags) *flag.FlagSet {
 	fs.BoolVar(&f.force, "force", false, "re-tune entries the cache already holds and are not stale")
 	fs.BoolVar(&f.wait, "wait", false, "wait for another tuner of the same GPU to finish instead of failing")
 	fs.StringVar(&f.shard, "shard", "", "tune only part `I/N` of the job list (0 ≤ I < N): N machines (or processes with a cache file each) running their parts tune the list once; merge the parts with push and pull, or export and import")
+	fs.BoolVar(&f.refine, "refine", false, "after the jobs, run the model's decoded token (sm_90+: with PDL edges) with each shape's next-best candidates in place of its winner and keep those that make the token faster (docs/tuner.md, \"Choosing in the token\")")
 	return fs
 }
 
@@ -161,6 +163,12 @@ func parseTuneFlags(args []string) (tuneFlags, error) {
 		if _, err := tuner.ParseShard(f.shard); err != nil {
 			return f, usagef("--%v", err)
 		}
+	}
+	switch {
+	case f.refine && (f.shapes != "" || f.gguf != ""):
+		return f, usagef("--refine runs a model preset's token: use it with --model (or no shapes at all: %s)", defaultModel)
+	case f.refine && f.shard != "":
+		return f, usagef("--refine needs every shape of the token in one run: not with --shard")
 	}
 	return f, nil
 }
@@ -325,6 +333,11 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 	}
 	mu.Unlock()
 	sortDecisions(decisions, jobs)
+	if f.refine && runErr == nil && ctx.Err() == nil {
+		if runErr = refineTuned(ctx, f, store, decisions, stderr); runErr == nil {
+			sortDecisions(decisions, jobs)
+		}
+	}
 
 	if len(decisions) > 0 || runErr == nil {
 		if err := writeResult(stdout, f.json, decisions); err != nil {

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/gemvtune/gemvtune"
+	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/tuner"
+)
+
+// refineFn is tuner.RefineChain, behind a variable so tests can use a
+// fake.
+var refineFn = tuner.RefineChain
+
+// refineAlternatives returns, for each (format, shape) of the stages, the
+// cache's other candidates worth trying in the token
+// (tuner.PickAlternatives), read from the record of that key; the shapes
+// without a record are named in missing.
+func refineAlternatives(db *cache.DB, arch, model string, stages []tuner.ChainStage) (alts []tuner.ChainVariant, missing []string) {
+	seen := map[cache.Key]bool{}
+	for _, st := range stages {
+		k := cache.Key{Arch: arch, Model: model, Format: st.Format, Rows: st.Rows, Cols: st.Cols}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		rec, err := db.Get(k)
+		if err != nil {
+			missing = append(missing, fmt.Sprintf("%s %dx%d (%v)", st.Format, st.Rows, st.Cols, err))
+			continue
+		}
+		class := cache.ClassExact // of the tuned choice
+		cands := make([]tuner.Measured, len(rec.Candidates))
+		for i, c := range rec.Candidates {
+			cands[i] = tuner.Measured{Params: c.Params, Class: c.Class, Status: c.Status, MedianUS: c.MedianUS}
+			if c.Params == st.Params {
+				class = c.Class
+			}
+		}
+		for _, p := range tuner.PickAlternatives(cands, st.Params, class) {
+			alts = append(alts, tuner.ChainVariant{Format: st.Format, Rows: st.Rows, Cols: st.Cols, Params: p})
+		}
+	}
+	return alts, missing
+}
+
+// refineToken times the tuned token of format with each alternative in
+// place (tuner.RefineChain) and prints what it found.
+func refineToken(ctx context.Context, db *cache.DB, arch, model string, ordinal int, pdl bool, format string, stages []tuner.ChainStage, stdout, stderr io.Writer) error {
+	alts, missing := refineAlternatives(db, arch, model, stages)
+	for _, m := range missing {
+		fmt.Fprintf(stderr, "autotune: bench --chain --refine %s: no alternatives for %s\n", format, m)
+	}
+	if len(alts) == 0 {
+		_, err := fmt.Fprintf(stdout, "%s, refine: no alternatives in the cache\n", format)
+		return err
+	}
+	r, err := refineFn(ctx, ordinal, stages, alts, tuner.RefineOptions{PDL: pdl})
+	if err != nil {
+		return fmt.Errorf("bench --chain --refine %s: %w", format, err)
+	}
+	mode := "plain launches"
+	if pdl {
+		mode = "PDL edges"
+	}
+	fmt.Fprintf(stdout, "%s, refine (%s): the token as tuned %.1f µs (%.1f–%.1f), %.1f %% of the %.0f GB/s ceiling; alternatives: %d\n",
+		format, mode, r.Base.MedianUS, r.Base.LoUS, r.Base.HiUS, r.Base.PctCeiling, r.First.CeilingGBs, len(r.Trials))
+	fmt.Fprintf(stdout, refineRow, "stage", "shape", "tuned", "alternative", "µs/token", "95% CI µs", "change")
+	for _, t := range r.Trials {
+		name, tuned := stageOf(stages, t.Variant)
+		verdict := ""
+		if t.Faster {
+			verdict = "  faster"
+		}
+		fmt.Fprintf(stdout, refineRow, name, fmt.Sprintf("%dx%d", t.Variant.Rows, t.Variant.Cols), tuned, t.Variant.Params.ID(),
+			fmt.Sprintf("%.1f", t.MedianUS), fmt.Sprintf("%.1f–%.1f", t.LoUS, t.HiUS), fmt.Sprintf("%+.2f %%%s", 100*(t.MedianUS/r.Base.MedianUS-1), verdict))
+	}
+	if r.Together == nil {
+		_, err := fmt.Fprintf(stdout, "%s, refine: no alternative made the token faster beyond the intervals\n", format)
+		return err
+	}
+	verdict := "kept"
+	if r.Chosen == nil {
+		verdict = "not faster beyond the intervals: nothing kept"
+	}
+	_, err = fmt.Fprintf(stdout, "%s, refine: %s together: %.1f µs (%.1f–%.1f, %.1f %% of the ceiling) against %.1f (%.1f–%.1f) as tuned in a second run, %+.2f %%: %s\n",
+		format, variantList(r.Tried), r.Together.MedianUS, r.Together.LoUS, r.Together.HiUS, r.Together.PctCeiling, r.BaseAgain.MedianUS, r.BaseAgain.LoUS, r.BaseAgain.HiUS,
+		100*(r.Together.MedianUS/r.BaseAgain.MedianUS-1), verdict)
+	return err
+}
+
+// refineRow is one line of the refine table.
+const refineRow = "  %-8s  %-11s  %-20s  %-20s  %9s  %17s  %s\n"
+
+// stageOf names the stage role the variant runs ("qkv" of "blk.0.qkv")
+// and the tuned variant it replaces there.
+func stageOf(stages []tuner.ChainStage, v tuner.ChainVariant) (name, tuned string) {
+	for _, st := range stages {
+		if st.Format == v.Format && st.Rows == v.Rows && st.Cols == v.Cols {
+			return st.Name[strings.LastIndex(st.Name, ".")+1:], st.Params.ID()
+		}
+	}
+	return "?", "?"
+}
+
+// variantList is "28672x4096 r1f0…, 4096x14336 r2f0…".
+func variantList(vs []tuner.ChainVariant) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("%dx%d %s", v.Rows, v.Cols, v.Params.ID())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// refineTokens is bench --chain --refine: for each format, the tuned
+// token of the cache's choices for GPU g, refined (refineToken).
+func refineTokens(ctx context.Context, pol *gemvtune.Policy, cachePath string, g gpu.Info, ordinal int, formats []string, token []tokenGEMV, compile bool, stdout, stderr io.Writer) error {
+	db, err := openReader(cachePath)
+	if err != nil {
+		return fmt.Errorf("bench --chain --refine: %w", err)
+	}
+	defer db.Close()
+	arch, model := g.Arch.String(), cache.NormalizeModel(g.Name)
+	pdl := g.Arch.Major >= 9
+	fmt.Fprintf(stdout, "one token of %d GEMVs on GPU %d, %s: the tuned choices against the cache's other candidates, in the token\n", len(token), ordinal, g.Name)
+	for _, f := range formats {
+		stages, err := chainStages(pol, arch, f, token, true, compile)
+		if err != nil {
+			return fmt.Errorf("bench --chain --refine %s: %w", f, err)
+		}
+		if err := refineToken(ctx, db, arch, model, ordinal, pdl, f, stages, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refineTunedFn is tuner.RefineDecisions, behind a variable so tests can
+// use a fake.
+var refineTunedFn = tuner.RefineDecisions
+
+// refineTuned is tune --refine: for each format, the model's token of
+// this run's decisions is refined (tuner.RefineDecisions); the decisions
+// it changes are stored and replaced in ds. A format whose token has a
+// shape this run did not decide (resumed, or out of its formats) is
+// skipped, and stderr says so.
+func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.Decision, stderr io.Writer) error {
+	name := f.model
+	if name == "" {
+		name = defaultModel
+	}
+	p, err := presetByName(name)
+	if err != nil {
+		return err
+	}
+	token := p.token()
+	index := map[tuner.Job]int{}
+	var formats []string
+	several := map[tuner.Job]bool{} // decided on more than one GPU (--arch sm_XY over several)
+	for i, d := range ds {
+		if _, ok := index[d.Job]; ok {
+			several[d.Job] = true
+		}
+		index[d.Job] = i
+		if !slices.Contains(formats, d.Format) {
+			formats = append(formats, d.Format)
+		}
+	}
+	for _, format := range formats {
+		stages, missing := decidedStages(ds, index, format, token)
+		if missing != "" {
+			fmt.Fprintf(stderr, "autotune: refine %s: %s was not tuned in this run: not refined (autotune bench --chain --refine tries the cache's choices)\n", format, missing)
+			continue
+		}
+		if gpus := stageGPUs(ds, index, stages); len(gpus) > 1 || slices.ContainsFunc(stages, func(st tuner.ChainStage) bool {
+			return several[tuner.Job{Format: st.Format, Rows: st.Rows, Cols: st.Cols}]
+		}) {
+			fmt.Fprintf(stderr, "autotune: refine %s: the token's shapes were tuned on more than one GPU: not refined (a token runs on one; autotune bench --chain --refine --gpu N tries one)\n", format)
+			continue
+		}
+		arch, err := space.ParseArch(ds[index[tuner.Job{Format: format, Rows: token[0].shape.Rows, Cols: token[0].shape.Cols}]].Arch)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "autotune: refine %s: the %s token with each shape's next-best candidates\n", format, p.name)
+		changed, ref, err := refineTunedFn(ctx, p.name, stages, ds, tuner.RefineOptions{PDL: arch.Major >= 9, WaitForLock: f.wait})
+		if err != nil {
+			return fmt.Errorf("refine %s: %w", format, err)
+		}
+		for _, d := range changed {
+			if err := putDecision(store, d); err != nil {
+				return err
+			}
+			ds[index[d.Job]] = d
+		}
+		fmt.Fprintf(stderr, "autotune: refine %s: %s\n", format, refineSummary(ref))
+	}
+	return nil
+}
+
+// decidedStages is the token of format with each stage running its
+// decision's choice, or the first shape without a decision in missing.
+func decidedStages(ds []tuner.Decision, index map[tuner.Job]int, format string, token []tokenGEMV) (stages []tuner.ChainStage, missing string) {
+	for _, t := range token {
+		i, ok := index[tuner.Job{Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols}]
+		if !ok {
+			return nil, t.shape.String()
+		}
+		d := ds[i]
+		rec := d.Record()
+		st := tuner.ChainStage{Name: t.name, Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols, Params: rec.Params,
+			PDLShared: uint32(rec.PDLShared), LaunchPDL: rec.LaunchPDL}
+		if !rec.Params.IsStock() {
+			st.Cubin = d.Cubin
+		}
+		stages = append(stages, st)
+	}
+	return stages, ""
+}
+
+// stageGPUs is the UUIDs of the GPUs that decided the stages.
+func stageGPUs(ds []tuner.Decision, index map[tuner.Job]int, stages []tuner.ChainStage) []string {
+	var uuids []string
+	for _, st := range stages {
+		u := ds[index[tuner.Job{Format: st.Format, Rows: st.Rows, Cols: st.Cols}]].GPUUUID
+		if !slices.Contains(uuids, u) {
+			uuids = append(uuids, u)
+		}
+	}
+	return uuids
+}
+
+// refineSummary says in one line what a refinement kept.
+func refineSummary(r tuner.Refinement) string {
+	switch {
+	case len(r.Trials) == 0:
+		return "no alternatives measured"
+	case r.Together == nil:
+		return fmt.Sprintf("none of %d alternatives made the token faster beyond the intervals (%.1f µs)", len(r.Trials), r.Base.MedianUS)
+	case r.Chosen == nil:
+		return fmt.Sprintf("%s: %.1f against %.1f µs per token, not faster beyond the intervals: nothing changed", variantList(r.Tried), r.Together.MedianUS, r.BaseAgain.MedianUS)
+	}
+	return fmt.Sprintf("kept %s: %.1f against %.1f µs per token (%+.2f %%)", variantList(r.Chosen), r.Together.MedianUS, r.BaseAgain.MedianUS,
+		100*(r.Together.MedianUS/r.BaseAgain.MedianUS-1))
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/tuner"
+)
+
+// bench --chain --refine runs the tuned token's refinement with the
+// record's alternatives for each shape and prints every trial and the
+// verdict.
+func TestBenchChainRefine(t *testing.T) {
+	rec := testRecord(t, "sm_90", "q4_0", 4096, 4096, "r2f0u2s2w8l1")
+	alt, _ := space.Parse("r1f0u2s1w8")
+	rec.Candidates = []cache.Candidate{{ID: alt.ID(), Params: alt, Class: "exact", Status: "ok", MedianUS: 22}, {ID: "r1f0u2s1w8a1", Class: "tolerance", Status: "ok", MedianUS: 20}}
+	path := cacheWith(t, rec)
+	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
+		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA H200", Arch: gpu.Arch{Major: 9, Minor: 0}}}, nil
+	})
+	var gotAlts []tuner.ChainVariant
+	swap(t, &refineFn, func(_ context.Context, _ int, stages []tuner.ChainStage, alts []tuner.ChainVariant, o tuner.RefineOptions) (tuner.Refinement, error) {
+		gotAlts = alts
+		if !o.PDL || len(stages) != 32*4+1 {
+			t.Errorf("PDL %v, %d stages", o.PDL, len(stages))
+		}
+		r := tuner.Refinement{Base: tuner.ChainTiming{MedianUS: 1168.4, LoUS: 1167.6, HiUS: 1169.0, PctCeiling: 82.2}, First: tuner.ChainResult{CeilingGBs: 4395}}
+		for _, a := range alts {
+			r.Trials = append(r.Trials, tuner.RefineTrial{Variant: a, ChainTiming: tuner.ChainTiming{MedianUS: 1160, LoUS: 1159.5, HiUS: 1160.5}, Faster: true})
+		}
+		with, again := tuner.ChainTiming{MedianUS: 1159.9, LoUS: 1159.4, HiUS: 1160.3, PctCeiling: 82.8}, tuner.ChainTiming{MedianUS: 1168.1, LoUS: 1167.5, HiUS: 1168.9}
+		r.Tried, r.Chosen, r.Together, r.BaseAgain = alts, alts, &with, &again
+		return r, nil
+	})
+	var out, errw bytes.Buffer
+	if err := benchMain(context.Background(), []string{"--chain", "--refine", "--formats", "q4_0", "--cache", path}, &out, &errw); err != nil {
+		t.Fatalf("%v (%s)", err, errw.String())
+	}
+	// The one record (o's shape) has one alternative; the other shapes have
+	// no record of their own and say so.
+	if len(gotAlts) != 1 || gotAlts[0].Params != alt || gotAlts[0].Rows != 4096 || gotAlts[0].Cols != 4096 {
+		t.Fatalf("alternatives %+v", gotAlts)
+	}
+	for _, want := range []string{"q4_0, refine (PDL edges): the token as tuned 1168.4 µs (1167.6–1169.0), 82.2 % of the 4395 GB/s ceiling; alternatives: 1",
+		"o         4096x4096    r2f0u2s2w8l1          r1f0u2s1w8", "-0.72 %  faster",
+		"q4_0, refine: 4096x4096 r1f0u2s1w8 together: 1159.9 µs (1159.4–1160.3, 82.8 % of the ceiling) against 1168.1 (1167.5–1168.9) as tuned in a second run, -0.70 %: kept"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if !strings.Contains(errw.String(), "no alternatives for q4_0 6144x4096") {
+		t.Errorf("stderr: %s", errw.String())
+	}
+	if err := benchMain(context.Background(), []string{"--refine"}, &out, &errw); err == nil || !strings.Contains(err.Error(), "--refine is for --chain") {
+		t.Errorf("--refine without --chain: %v", err)
+	}
+}
+
+// tune --refine runs the model's token of each format this run decided,
+// stores the decisions the refinement changed, and prints them; usage
+// errors where there is no token to run.
+func TestTuneRefine(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tune.db")
+	swap(t, &runFn, (&fakeRun{}).run)
+	swap(t, &localGPUsFn, fakeGPUs)
+	alt := space.Params{R: 2, F: 3, U: 2, S: 0, W: 8} // fakeDecision's other variant
+	var gotStages int
+	swap(t, &refineTunedFn, func(_ context.Context, model string, stages []tuner.ChainStage, ds []tuner.Decision, o tuner.RefineOptions) ([]tuner.Decision, tuner.Refinement, error) {
+		gotStages = len(stages)
+		if model != "llama-3-8b" || !o.PDL {
+			t.Errorf("model %q, PDL %v", model, o.PDL)
+		}
+		var d tuner.Decision
+		for _, x := range ds {
+			if x.Rows == 28672 && x.Cols == 4096 {
+				d = x
+			}
+		}
+		for _, c := range d.Candidates {
+			if c.Params == alt {
+				d.Winner = c
+			}
+		}
+		d.Token = &tuner.TokenChoice{Model: model, Isolated: "r2f3u1s0w8", PDL: true, TokenUS: 1160, BaseTokenUS: 1168}
+		v := tuner.ChainVariant{Format: d.Format, Rows: d.Rows, Cols: d.Cols, Params: alt}
+		with, base := tuner.ChainTiming{MedianUS: 1160}, tuner.ChainTiming{MedianUS: 1168}
+		return []tuner.Decision{d}, tuner.Refinement{Trials: make([]tuner.RefineTrial, 3), Tried: []tuner.ChainVariant{v}, Chosen: []tuner.ChainVariant{v}, Together: &with, BaseAgain: &base}, nil
+	})
+	var out, errw bytes.Buffer
+	if err := tuneMain(context.Background(), []string{"--arch", "sm_90", "--model", "llama-3-8b", "--formats", "q4_0", "--cache", db, "--refine"}, &out, &errw); err != nil {
+		t.Fatalf("%v (%s)", err, errw.String())
+	}
+	if gotStages != 32*4+1 {
+		t.Errorf("%d stages, want the whole token", gotStages)
+	}
+	if want := "autotune: refine q4_0: kept 28672x4096 r2f3u2s0w8: 1160.0 against 1168.0 µs per token (-0.68 %)"; !strings.Contains(errw.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errw.String())
+	}
+	if !strings.Contains(out.String(), "28672x4096   r2f3u2s0w8") {
+		t.Errorf("table lacks the refined winner:\n%s", out.String())
+	}
+	c, err := cache.Open(db, &cache.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rec, err := c.Get(cache.Key{Arch: "sm_90", Format: "q4_0", Rows: 28672, Cols: 4096})
+	if err != nil || rec.WinnerID != "r2f3u2s0w8" || rec.Token == nil || rec.Token.Isolated != "r2f3u1s0w8" {
+		t.Fatalf("stored %s, token %+v (%v)", rec.WinnerID, rec.Token, err)
+	}
+
+	for _, args := range [][]string{{"--shapes", "4096x4096", "--refine"}, {"--refine", "--shard", "0/2"}} {
+		if _, err := parseTuneFlags(args); err == nil || !strings.Contains(err.Error(), "--refine") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}

@@ -1,0 +1,294 @@
+package tuner
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/gemvtune/gemvtune/cache"
+	"github.com/gemvtune/gemvtune/internal/gpu"
+	"github.com/gemvtune/gemvtune/space"
+)
+
+// chainRun is Chain, behind a variable so tests of RefineChain can use a
+// fake.
+var chainRun = Chain
+
+// RefineOptions are how RefineChain times the token.
+type RefineOptions struct {
+	// PDL times every token with PDL edges before every stage but the
+	// first (sm_90+), the way a tuned token runs; else plainly.
+	PDL bool
+	// Samples is how many timed batches give each median; 0 is 21.
+	Samples int
+	// WaitForLock (RefineDecisions) waits for the GPU's lock when another
+	// tuner holds it, instead of failing with ErrGPUBusy.
+	WaitForLock bool
+}
+
+// RefineTrial is one alternative's token in RefineChain's first run.
+type RefineTrial struct {
+	Variant ChainVariant
+	ChainTiming
+	// Faster says the token with it ran faster than the token as given,
+	// beyond both intervals.
+	Faster bool
+}
+
+// Refinement is what RefineChain measured.
+type Refinement struct {
+	// Base is the token as given in the first run, in the trials' mode.
+	Base ChainTiming
+	// Trials are the alternatives, each alone in the token, in the order
+	// given.
+	Trials []RefineTrial
+	// Chosen are the alternatives the refined token runs, at most one per
+	// (format, shape): of those faster alone, the fastest per shape. Nil
+	// when none was faster, or when together they were not. Each carries
+	// the cubin it ran and its PDL shared memory.
+	Chosen []ChainVariant
+	// Tried are the alternatives the second run put together, and
+	// Together and BaseAgain the token with them and as given in that
+	// run; nil without a second run.
+	Tried               []ChainVariant
+	Together, BaseAgain *ChainTiming
+	// First and Second are the runs' results (the ceilings, the bytes).
+	First  ChainResult
+	Second *ChainResult
+}
+
+// RefineChain chooses among the alternatives for the token's stages by
+// running them where an engine runs them: in the token, after the
+// kernels before them, with PDL edges where asked. A first run times the
+// token as given beside the token with each alternative alone (every
+// stage of that format and shape runs it), interleaved; per (format,
+// shape) the fastest alternative that beat the token as given beyond both
+// intervals is a candidate. A second run times the candidates together
+// against the token as given: they are chosen if that is faster beyond
+// both intervals; else the single one that gained most alone is tried the
+// same way. Every token the runs time is checked against the float64
+// reference (Chain).
+func RefineChain(ctx context.Context, ordinal int, stages []ChainStage, alternatives []ChainVariant, opts RefineOptions) (Refinement, error) {
+	var ref Refinement
+	trials := make([]ChainTrial, len(alternatives))
+	for i, v := range alternatives {
+		trials[i] = ChainTrial{Variants: []ChainVariant{v}}
+	}
+	first, err := chainRun(ctx, ordinal, stages, ChainOptions{PDL: opts.PDL, Trials: trials, Samples: opts.Samples})
+	if err != nil {
+		return ref, err
+	}
+	ref.First = first
+	ref.Base = modeTiming(first, opts.PDL)
+	best := map[weightKey]int{} // (format, shape) → index of its fastest faster trial
+	var order []weightKey
+	for i, v := range alternatives {
+		t := RefineTrial{Variant: v, ChainTiming: first.Trials[i], Faster: first.Trials[i].HiUS < ref.Base.LoUS}
+		ref.Trials = append(ref.Trials, t)
+		if !t.Faster {
+			continue
+		}
+		k := weightKey{v.Format, v.Rows, v.Cols, 0}
+		j, seen := best[k]
+		if !seen {
+			order = append(order, k)
+		}
+		if !seen || t.MedianUS < ref.Trials[j].MedianUS {
+			best[k] = i
+		}
+	}
+	if len(order) == 0 {
+		return ref, nil
+	}
+	together := make([]ChainVariant, len(order))
+	for i, k := range order {
+		together[i] = alternatives[best[k]]
+	}
+	tries := [][]ChainVariant{together}
+	if len(together) > 1 {
+		top := slices.MinFunc(order, func(a, b weightKey) int {
+			return cmp.Compare(ref.Trials[best[a]].MedianUS, ref.Trials[best[b]].MedianUS)
+		})
+		tries = append(tries, []ChainVariant{alternatives[best[top]]})
+	}
+	for _, try := range tries {
+		second, err := chainRun(ctx, ordinal, stages, ChainOptions{PDL: opts.PDL, Trials: []ChainTrial{{Variants: try}}, Samples: opts.Samples})
+		if err != nil {
+			return ref, err
+		}
+		base, with := modeTiming(second, opts.PDL), second.Trials[0]
+		ref.Second, ref.Tried, ref.Together, ref.BaseAgain = &second, try, &with, &base
+		if with.HiUS < base.LoUS {
+			ref.Chosen = second.TrialVariants[0]
+			break
+		}
+	}
+	return ref, nil
+}
+
+// modeTiming is the run's timing of the token as given in the mode its
+// trials ran.
+func modeTiming(r ChainResult, pdl bool) ChainTiming {
+	if pdl && r.PDL != nil {
+		return *r.PDL
+	}
+	return r.ChainTiming
+}
+
+// refineFastest is how many of a decision's fastest verified candidates
+// (launched alone, besides its choice) are tried in the token; the
+// fastest of each staging form (knob s) not among them is tried too,
+// since the forms start and end differently against the kernels around
+// them.
+const refineFastest = 3
+
+// Measured is what PickAlternatives needs of a measured candidate (a
+// Candidate's, or a cache record's).
+type Measured struct {
+	Params   space.Params
+	Class    string
+	Status   string
+	MedianUS float64
+}
+
+// PickAlternatives returns which of the candidates RefineChain should try
+// in place of chosen (of class chosenClass): verified ones other than
+// chosen and stock, of chosen's class when that is exact (an exact choice
+// stays exact), the refineFastest fastest launched alone, then the
+// fastest of each staging form that neither chosen nor those have.
+func PickAlternatives(cands []Measured, chosen space.Params, chosenClass string) []space.Params {
+	var ok []Measured
+	for _, c := range cands {
+		if c.Status == string(StatusOK) && c.MedianUS > 0 && c.Params != chosen && !c.Params.IsStock() &&
+			(chosenClass != cache.ClassExact || c.Class == cache.ClassExact) {
+			ok = append(ok, c)
+		}
+	}
+	slices.SortStableFunc(ok, func(a, b Measured) int { return cmp.Compare(a.MedianUS, b.MedianUS) })
+	staging := map[int]bool{chosen.S: true}
+	var out []space.Params
+	for i, c := range ok {
+		if i < refineFastest || !staging[c.Params.S] {
+			out = append(out, c.Params)
+			staging[c.Params.S] = true
+		}
+	}
+	return out
+}
+
+// applyRefinement returns the decisions among ds whose winner ref chose in
+// the token, updated (RefineDecisions).
+func applyRefinement(ds []Decision, ref Refinement, model string, pdl bool) []Decision {
+	var changed []Decision
+	for _, v := range ref.Chosen {
+		i := slices.IndexFunc(ds, func(d Decision) bool { return d.Format == v.Format && d.Rows == v.Rows && d.Cols == v.Cols })
+		if i < 0 {
+			continue
+		}
+		d := ds[i]
+		j := slices.IndexFunc(d.Candidates, func(c Candidate) bool { return c.Params == v.Params })
+		if j < 0 {
+			continue
+		}
+		isolated := d.Winner.ID
+		w := d.Candidates[j]
+		w.PDLUS, w.PDLShared, w.LaunchPDL = 0, int(v.PDLShared), pdl
+		d.Winner, d.Cubin, d.Kept = w, v.Cubin, false
+		d.Speedup = d.Stock.MedianUS / w.MedianUS
+		if len(d.Stock.Samples) > 0 && len(w.Samples) > 0 {
+			d.P = compare(d.Stock.Samples, w.Samples, 0.05)
+		}
+		if w.Class == cache.ClassExact {
+			d.Exact = nil
+		}
+		d.Token = &TokenChoice{Model: model, Isolated: isolated, PDL: pdl, TokenUS: ref.Together.MedianUS, BaseTokenUS: ref.BaseAgain.MedianUS}
+		d.Reason = fmt.Sprintf("%s: chosen in the %s token, %+.2f %% per token (%.1f against %.1f µs with %s); alone %s",
+			w.ID, model, 100*(ref.Together.MedianUS/ref.BaseAgain.MedianUS-1), ref.Together.MedianUS, ref.BaseAgain.MedianUS, isolated, d.Reason)
+		changed = append(changed, d)
+	}
+	return changed
+}
+
+// ordinalOf returns the ordinal of the local GPU with uuid.
+func ordinalOf(uuid string) (int, error) {
+	infos, err := gpu.Probe()
+	if err != nil {
+		return 0, err
+	}
+	for _, in := range infos {
+		if in.UUID == uuid {
+			return in.Ordinal, nil
+		}
+	}
+	return 0, fmt.Errorf("refine: no local GPU is %s, which measured the decisions", uuid)
+}
+
+// TokenChoice says that a decision's winner was chosen in a decoded
+// token rather than launched alone (RefineDecisions).
+type TokenChoice = cache.TokenChoice
+
+// RefineDecisions runs RefineChain on the token of stages, which the
+// caller built from decisions ds (each stage runs the winner of the
+// decision of its format and shape), with each decision's alternatives
+// (PickAlternatives of its candidates), and returns the decisions whose
+// winner the token changed, updated: the chosen candidate wins, with the
+// cubin it ran, recorded in PDL launch mode with the shared memory it ran
+// with (under opts.PDL), and Token says why; the candidates keep every
+// figure measured alone.
+func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds []Decision, opts RefineOptions) ([]Decision, Refinement, error) {
+	byKey := map[weightKey]int{}
+	for i, d := range ds {
+		byKey[weightKey{d.Format, d.Rows, d.Cols, 0}] = i
+	}
+	uuid := ""
+	for _, st := range stages {
+		i, ok := byKey[weightKey{st.Format, st.Rows, st.Cols, 0}]
+		if !ok {
+			return nil, Refinement{}, fmt.Errorf("refine: no decision for stage %s (%s %dx%d)", st.Name, st.Format, st.Rows, st.Cols)
+		}
+		if uuid != "" && ds[i].GPUUUID != uuid {
+			return nil, Refinement{}, fmt.Errorf("refine: the token's decisions were measured on several GPUs (%s, %s); a token runs on one", uuid, ds[i].GPUUUID)
+		}
+		uuid = ds[i].GPUUUID
+	}
+	ordinal, err := ordinalOf(uuid)
+	if err != nil {
+		return nil, Refinement{}, err
+	}
+	lk, err := lockGPU(uuid, opts.WaitForLock, nil)
+	if err != nil {
+		return nil, Refinement{}, err
+	}
+	defer lk.unlock()
+	var alts []ChainVariant
+	seen := map[weightKey]bool{}
+	for _, st := range stages {
+		k := weightKey{st.Format, st.Rows, st.Cols, 0}
+		i, ok := byKey[k]
+		if !ok || seen[k] {
+			continue
+		}
+		seen[k] = true
+		d := ds[i]
+		class := cache.ClassExact // of the stage's variant (stock when the decision kept it)
+		cands := make([]Measured, len(d.Candidates))
+		for j, c := range d.Candidates {
+			cands[j] = Measured{c.Params, c.Class, string(c.Status), c.MedianUS}
+			if c.Params == st.Params {
+				class = c.Class
+			}
+		}
+		for _, p := range PickAlternatives(cands, st.Params, class) {
+			alts = append(alts, ChainVariant{Format: d.Format, Rows: d.Rows, Cols: d.Cols, Params: p})
+		}
+	}
+	if len(alts) == 0 {
+		return nil, Refinement{}, nil
+	}
+	ref, err := RefineChain(ctx, ordinal, stages, alts, opts)
+	if err != nil || ref.Chosen == nil {
+		return nil, ref, err
+	}
+	return applyRefinement(ds, ref, model, opts.PDL), ref, nil
+}

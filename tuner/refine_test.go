@@ -1,0 +1,194 @@
+package tuner
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gemvtune/gemvtune/space"
+)
+
+// TestRefineChain walks RefineChain's arms on a fake Chain: nothing
+// faster; one shape's faster alternative kept; two shapes' kept together;
+// together not faster, so the single best one is tried and kept, or not.
+func TestRefineChain(t *testing.T) {
+	stages := []ChainStage{
+		{Name: "blk.0.o", Format: "q4_0", Rows: 4096, Cols: 4096, Params: space.Stock},
+		{Name: "blk.0.down", Format: "q4_0", Rows: 4096, Cols: 14336, Params: space.Stock},
+	}
+	p := func(id string) space.Params {
+		q, err := space.Parse(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	o1 := ChainVariant{Format: "q4_0", Rows: 4096, Cols: 4096, Params: p("r2f0u2s2w8l1")}
+	o2 := ChainVariant{Format: "q4_0", Rows: 4096, Cols: 4096, Params: p("r1f0u2s1w8")}
+	d1 := ChainVariant{Format: "q4_0", Rows: 4096, Cols: 14336, Params: p("r1f0u2s1w8")}
+	at := func(us float64) ChainTiming { return ChainTiming{MedianUS: us, LoUS: us - 1, HiUS: us + 1} }
+	key := func(t ChainTrial) string {
+		s := ""
+		for _, v := range t.Variants {
+			s += v.Params.ID() + "@" + strconv.Itoa(v.Cols) + " "
+		}
+		return s
+	}
+	for _, tc := range []struct {
+		name    string
+		alts    []ChainVariant
+		first   map[string]float64 // a trial's µs in the first run (the base is 100)
+		second  map[string]float64 // in a second run, by the trial's variants
+		chosen  []ChainVariant
+		tried   []ChainVariant
+		seconds int
+	}{
+		{name: "nothing faster", alts: []ChainVariant{o1, d1},
+			first: map[string]float64{key(ChainTrial{[]ChainVariant{o1}}): 100.5, key(ChainTrial{[]ChainVariant{d1}}): 101}},
+		{name: "one shape", alts: []ChainVariant{o1, o2, d1},
+			first:  map[string]float64{key(ChainTrial{[]ChainVariant{o1}}): 97, key(ChainTrial{[]ChainVariant{o2}}): 95, key(ChainTrial{[]ChainVariant{d1}}): 100},
+			second: map[string]float64{key(ChainTrial{[]ChainVariant{o2}}): 96},
+			chosen: []ChainVariant{o2}, tried: []ChainVariant{o2}, seconds: 1},
+		{name: "two shapes together", alts: []ChainVariant{o1, d1},
+			first:  map[string]float64{key(ChainTrial{[]ChainVariant{o1}}): 97, key(ChainTrial{[]ChainVariant{d1}}): 96},
+			second: map[string]float64{key(ChainTrial{[]ChainVariant{o1, d1}}): 93},
+			chosen: []ChainVariant{o1, d1}, tried: []ChainVariant{o1, d1}, seconds: 1},
+		{name: "together not faster, the best alone is", alts: []ChainVariant{o1, d1},
+			first:  map[string]float64{key(ChainTrial{[]ChainVariant{o1}}): 97, key(ChainTrial{[]ChainVariant{d1}}): 96},
+			second: map[string]float64{key(ChainTrial{[]ChainVariant{o1, d1}}): 100, key(ChainTrial{[]ChainVariant{d1}}): 97},
+			chosen: []ChainVariant{d1}, tried: []ChainVariant{d1}, seconds: 2},
+		{name: "neither", alts: []ChainVariant{o1, d1},
+			first:  map[string]float64{key(ChainTrial{[]ChainVariant{o1}}): 97, key(ChainTrial{[]ChainVariant{d1}}): 96},
+			second: map[string]float64{key(ChainTrial{[]ChainVariant{o1, d1}}): 100, key(ChainTrial{[]ChainVariant{d1}}): 99.5},
+			tried:  []ChainVariant{d1}, seconds: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs := 0
+			chainRun = func(_ context.Context, _ int, st []ChainStage, o ChainOptions) (ChainResult, error) {
+				runs++
+				if len(st) != len(stages) || !o.PDL {
+					t.Fatalf("run %d: %d stages, PDL %v", runs, len(st), o.PDL)
+				}
+				times := tc.first
+				if runs > 1 {
+					times = tc.second
+				}
+				r := ChainResult{ChainTiming: at(150)}
+				base := at(100)
+				r.PDL = &base
+				for _, tr := range o.Trials {
+					us, ok := times[key(tr)]
+					if !ok {
+						t.Fatalf("run %d: unexpected trial %s", runs, key(tr))
+					}
+					r.Trials = append(r.Trials, at(us))
+					r.TrialVariants = append(r.TrialVariants, tr.Variants)
+				}
+				return r, nil
+			}
+			defer func() { chainRun = Chain }()
+			ref, err := RefineChain(context.Background(), 0, stages, tc.alts, RefineOptions{PDL: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if runs != 1+tc.seconds {
+				t.Errorf("%d runs, want %d", runs, 1+tc.seconds)
+			}
+			if len(ref.Trials) != len(tc.alts) || ref.Base.MedianUS != 100 {
+				t.Errorf("%d trials, base %.1f", len(ref.Trials), ref.Base.MedianUS)
+			}
+			same := func(a, b []ChainVariant) bool { return key(ChainTrial{a}) == key(ChainTrial{b}) }
+			if !same(ref.Chosen, tc.chosen) || !same(ref.Tried, tc.tried) {
+				t.Errorf("chosen %s, tried %s; want %s, %s", key(ChainTrial{ref.Chosen}), key(ChainTrial{ref.Tried}), key(ChainTrial{tc.chosen}), key(ChainTrial{tc.tried}))
+			}
+			if (ref.Together == nil) != (tc.seconds == 0) {
+				t.Errorf("together %v after %d second runs", ref.Together, tc.seconds)
+			}
+		})
+	}
+}
+
+// PickAlternatives takes the fastest verified candidates but the chosen
+// one and stock, then the fastest of each staging form not yet in; an
+// exact choice gets exact alternatives only.
+func TestPickAlternatives(t *testing.T) {
+	m := func(id, class, status string, us float64) Measured {
+		p, err := space.Parse(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Measured{Params: p, Class: class, Status: status, MedianUS: us}
+	}
+	cands := []Measured{
+		m("r2f0u2s3w8l2", "exact", "ok", 4.0), // the choice
+		m("v1", "exact", "ok", 9.0),
+		m("r1f0u2s3w8l2", "exact", "ok", 4.1),
+		m("r4f0u2s3w8l2", "exact", "mismatch", 3.0),
+		m("r2f0u4s3w8l2a1", "tolerance", "ok", 3.9),
+		m("r2f0u4s3w8l2", "exact", "ok", 4.2),
+		m("r2f0u2s2w8l1", "exact", "ok", 4.3),
+		m("r2f0u2s2w16l1", "exact", "ok", 4.35), // s=2 is in already
+		m("r2f0u2s1w8", "exact", "ok", 4.6),
+		m("r2f0u4s1w8", "exact", "ok", 4.7),
+		m("r2f0u2s0w8", "exact", "ok", 5.0),
+		m("r2f0u1s0w8", "exact", "pruned", 0),
+	}
+	chosen, _ := space.Parse("r2f0u2s3w8l2")
+	for _, tc := range []struct {
+		class, want string
+	}{
+		{"exact", "r1f0u2s3w8l2 r2f0u4s3w8l2 r2f0u2s2w8l1 r2f0u2s1w8 r2f0u2s0w8"},
+		{"tolerance", "r2f0u4s3w8l2a1 r1f0u2s3w8l2 r2f0u4s3w8l2 r2f0u2s2w8l1 r2f0u2s1w8 r2f0u2s0w8"},
+	} {
+		var got []string
+		for _, p := range PickAlternatives(cands, chosen, tc.class) {
+			got = append(got, p.ID())
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s choice: alternatives %v, want %s", tc.class, got, tc.want)
+		}
+	}
+}
+
+// applyRefinement makes the chosen candidate the winner, with the cubin
+// and PDL shared memory the token ran, says why, and keeps the figures
+// measured alone; the exact alternative goes when the new winner is
+// exact.
+func TestApplyRefinement(t *testing.T) {
+	p := func(id string) space.Params {
+		q, err := space.Parse(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	stock := Candidate{ID: "v1", Params: space.Stock, Class: "exact", Status: StatusOK, MedianUS: 20, Samples: []float64{20, 20.1, 19.9, 20, 20.2}}
+	alone := Candidate{ID: "r2f0u2s3w16l2a1", Params: p("r2f0u2s3w16l2a1"), Class: "tolerance", Status: StatusOK, MedianUS: 4.0, PDLUS: 3.5, LaunchPDL: true}
+	next := Candidate{ID: "r1f0u4s3w16g2l2", Params: p("r1f0u4s3w16g2l2"), Class: "exact", Status: StatusOK, MedianUS: 4.1, Samples: []float64{4.1, 4.11, 4.09, 4.1, 4.12}}
+	d := Decision{Job: Job{Format: "q4_0", Rows: 4096, Cols: 4096}, Winner: alone, Stock: stock, Reason: "r2f0u2s3w16l2a1: +400 % over v1",
+		Candidates: []Candidate{stock, alone, next}, Cubin: []byte("alone"), Exact: &Alternative{Winner: next}}
+	other := Decision{Job: Job{Format: "q4_0", Rows: 6144, Cols: 4096}, Winner: alone}
+	together, base := ChainTiming{MedianUS: 1160}, ChainTiming{MedianUS: 1173.8}
+	ref := Refinement{Chosen: []ChainVariant{{Format: "q4_0", Rows: 4096, Cols: 4096, Params: next.Params, Cubin: []byte("next"), PDLShared: 115968}},
+		Together: &together, BaseAgain: &base}
+	got := applyRefinement([]Decision{other, d}, ref, "llama-3-8b", true)
+	if len(got) != 1 {
+		t.Fatalf("%d decisions changed, want 1", len(got))
+	}
+	g := got[0]
+	if g.Winner.ID != next.ID || string(g.Cubin) != "next" || g.Winner.PDLShared != 115968 || !g.Winner.LaunchPDL || g.Winner.PDLUS != 0 ||
+		g.Winner.MedianUS != 4.1 || g.Exact != nil || math.Abs(g.Speedup-20.0/4.1) > 1e-12 || !(g.P > 0 && g.P < 0.05) {
+		t.Errorf("changed decision %+v", g)
+	}
+	if g.Token == nil || *g.Token != (TokenChoice{Model: "llama-3-8b", Isolated: alone.ID, PDL: true, TokenUS: 1160, BaseTokenUS: 1173.8}) {
+		t.Errorf("token %+v", g.Token)
+	}
+	if want := "r1f0u4s3w16g2l2: chosen in the llama-3-8b token, -1.18 % per token (1160.0 against 1173.8 µs with r2f0u2s3w16l2a1); alone r2f0u2s3w16l2a1: +400 % over v1"; g.Reason != want {
+		t.Errorf("reason %q, want %q", g.Reason, want)
+	}
+	if d.Winner.ID != alone.ID {
+		t.Error("the caller's decision changed")
+	}
+}
