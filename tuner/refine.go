@@ -230,7 +230,9 @@ type TokenChoice = cache.TokenChoice
 
 // RefineDecisions runs RefineChain on the token of stages, which the
 // caller built from decisions ds (each stage runs the winner of the
-// decision of its format and shape), with each decision's alternatives
+// decision of its format and shape; decisions of GPUs of one model, as a
+// run split across a machine's GPUs leaves them), on the GPU that measured
+// the first stage's, under its lock, with each decision's alternatives
 // (PickAlternatives of its candidates), and returns the decisions whose
 // winner the token changed, updated: the chosen candidate wins, with the
 // cubin it ran, recorded in PDL launch mode with the shared memory it ran
@@ -241,16 +243,18 @@ func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds 
 	for i, d := range ds {
 		byKey[weightKey{d.Format, d.Rows, d.Cols, 0}] = i
 	}
-	uuid := ""
+	uuid, model0 := "", ""
 	for _, st := range stages {
 		i, ok := byKey[weightKey{st.Format, st.Rows, st.Cols, 0}]
 		if !ok {
 			return nil, Refinement{}, fmt.Errorf("refine: no decision for stage %s (%s %dx%d)", st.Name, st.Format, st.Rows, st.Cols)
 		}
-		if uuid != "" && ds[i].GPUUUID != uuid {
-			return nil, Refinement{}, fmt.Errorf("refine: the token's decisions were measured on several GPUs (%s, %s); a token runs on one", uuid, ds[i].GPUUUID)
+		m := cache.NormalizeModel(ds[i].GPUName)
+		if uuid == "" {
+			uuid, model0 = ds[i].GPUUUID, m
+		} else if m != model0 {
+			return nil, Refinement{}, fmt.Errorf("refine: the token's decisions were measured on GPUs of different models (%s, %s); a token runs on one", model0, m)
 		}
-		uuid = ds[i].GPUUUID
 	}
 	ordinal, err := ordinalOf(uuid)
 	if err != nil {

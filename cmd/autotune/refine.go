@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/gemvtune/gemvtune"
@@ -145,11 +144,12 @@ func refineTokens(ctx context.Context, pol *gemvtune.Policy, cachePath string, g
 // use a fake.
 var refineTunedFn = tuner.RefineDecisions
 
-// refineTuned is tune --refine: for each format, the model's token of
-// this run's decisions is refined (tuner.RefineDecisions); the decisions
-// it changes are stored and replaced in ds. A format whose token has a
-// shape this run did not decide (resumed, or out of its formats) is
-// skipped, and stderr says so.
+// refineTuned is tune --refine: for each GPU model and format, the
+// model preset's token of this run's decisions is refined
+// (tuner.RefineDecisions) on a GPU of that model; the decisions it
+// changes are stored and replaced in ds. A format whose token has a shape
+// this run did not decide (resumed, or out of its formats) is skipped,
+// and stderr says so.
 func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.Decision, stderr io.Writer) error {
 	name := f.model
 	if name == "" {
@@ -160,59 +160,62 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.D
 		return err
 	}
 	token := p.token()
-	index := map[tuner.Job]int{}
-	var formats []string
-	several := map[tuner.Job]bool{} // decided on more than one GPU (--arch sm_XY over several)
-	for i, d := range ds {
-		if _, ok := index[d.Job]; ok {
-			several[d.Job] = true
-		}
-		index[d.Job] = i
-		if !slices.Contains(formats, d.Format) {
-			formats = append(formats, d.Format)
-		}
+	type group struct {
+		gpuModel, format string
 	}
-	for _, format := range formats {
-		stages, missing := decidedStages(ds, index, format, token)
+	var groups []group
+	index := map[group]map[tuner.Job]int{} // the group's decisions, by job, as indexes into ds
+	for i, d := range ds {
+		g := group{cache.NormalizeModel(d.GPUName), d.Format}
+		if index[g] == nil {
+			index[g] = map[tuner.Job]int{}
+			groups = append(groups, g)
+		}
+		index[g][d.Job] = i
+	}
+	for _, g := range groups {
+		stages, own, missing := decidedStages(ds, index[g], g.format, token)
 		if missing != "" {
-			fmt.Fprintf(stderr, "autotune: refine %s: %s was not tuned in this run: not refined (autotune bench --chain --refine tries the cache's choices)\n", format, missing)
+			fmt.Fprintf(stderr, "autotune: refine %s: %s was not tuned in this run: not refined (autotune bench --chain --refine tries the cache's choices)\n", g.format, missing)
 			continue
 		}
-		if gpus := stageGPUs(ds, index, stages); len(gpus) > 1 || slices.ContainsFunc(stages, func(st tuner.ChainStage) bool {
-			return several[tuner.Job{Format: st.Format, Rows: st.Rows, Cols: st.Cols}]
-		}) {
-			fmt.Fprintf(stderr, "autotune: refine %s: the token's shapes were tuned on more than one GPU: not refined (a token runs on one; autotune bench --chain --refine --gpu N tries one)\n", format)
-			continue
-		}
-		arch, err := space.ParseArch(ds[index[tuner.Job{Format: format, Rows: token[0].shape.Rows, Cols: token[0].shape.Cols}]].Arch)
+		arch, err := space.ParseArch(own[0].Arch)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "autotune: refine %s: the %s token with each shape's next-best candidates\n", format, p.name)
-		changed, ref, err := refineTunedFn(ctx, p.name, stages, ds, tuner.RefineOptions{PDL: arch.Major >= 9, WaitForLock: f.wait})
+		fmt.Fprintf(stderr, "autotune: refine %s: the %s token with each shape's next-best candidates on %s\n", g.format, p.name, own[0].GPUName)
+		changed, ref, err := refineTunedFn(ctx, p.name, stages, own, tuner.RefineOptions{PDL: arch.Major >= 9, WaitForLock: f.wait})
 		if err != nil {
-			return fmt.Errorf("refine %s: %w", format, err)
+			return fmt.Errorf("refine %s: %w", g.format, err)
 		}
 		for _, d := range changed {
 			if err := putDecision(store, d); err != nil {
 				return err
 			}
-			ds[index[d.Job]] = d
+			ds[index[g][d.Job]] = d
 		}
-		fmt.Fprintf(stderr, "autotune: refine %s: %s\n", format, refineSummary(ref))
+		fmt.Fprintf(stderr, "autotune: refine %s: %s\n", g.format, refineSummary(ref))
 	}
 	return nil
 }
 
 // decidedStages is the token of format with each stage running its
-// decision's choice, or the first shape without a decision in missing.
-func decidedStages(ds []tuner.Decision, index map[tuner.Job]int, format string, token []tokenGEMV) (stages []tuner.ChainStage, missing string) {
+// decision's choice (index: the decisions of one GPU model, by job) and
+// those decisions, one per shape; or the first shape without a decision
+// in missing.
+func decidedStages(ds []tuner.Decision, index map[tuner.Job]int, format string, token []tokenGEMV) (stages []tuner.ChainStage, own []tuner.Decision, missing string) {
+	seen := map[tuner.Job]bool{}
 	for _, t := range token {
-		i, ok := index[tuner.Job{Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols}]
+		j := tuner.Job{Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols}
+		i, ok := index[j]
 		if !ok {
-			return nil, t.shape.String()
+			return nil, nil, t.shape.String()
 		}
 		d := ds[i]
+		if !seen[j] {
+			seen[j] = true
+			own = append(own, d)
+		}
 		rec := d.Record()
 		st := tuner.ChainStage{Name: t.name, Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols, Params: rec.Params,
 			PDLShared: uint32(rec.PDLShared), LaunchPDL: rec.LaunchPDL}
@@ -221,19 +224,7 @@ func decidedStages(ds []tuner.Decision, index map[tuner.Job]int, format string, 
 		}
 		stages = append(stages, st)
 	}
-	return stages, ""
-}
-
-// stageGPUs is the UUIDs of the GPUs that decided the stages.
-func stageGPUs(ds []tuner.Decision, index map[tuner.Job]int, stages []tuner.ChainStage) []string {
-	var uuids []string
-	for _, st := range stages {
-		u := ds[index[tuner.Job{Format: st.Format, Rows: st.Rows, Cols: st.Cols}]].GPUUUID
-		if !slices.Contains(uuids, u) {
-			uuids = append(uuids, u)
-		}
-	}
-	return uuids
+	return stages, own, ""
 }
 
 // refineSummary says in one line what a refinement kept.

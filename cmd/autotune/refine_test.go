@@ -121,3 +121,47 @@ func TestTuneRefine(t *testing.T) {
 		}
 	}
 }
+
+// tune --refine over GPUs of two models refines each model's token on
+// its own, and a format with a shape the run did not decide is skipped.
+func TestTuneRefineGroups(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tune.db")
+	swap(t, &localGPUsFn, fakeGPUs)
+	swap(t, &runFn, func(ctx context.Context, jobs []tuner.Job, opts tuner.Options) ([]tuner.Decision, error) {
+		var out []tuner.Decision
+		for i, j := range jobs {
+			for _, name := range []string{"NVIDIA H200", "NVIDIA H100 80GB HBM3"} {
+				if j.Format == "q8_0" && j.Rows == 128256 {
+					continue // not decided: q8_0's token is incomplete
+				}
+				d := fakeDecision("sm_90", j, int64(i+1))
+				d.GPUName, d.GPUUUID = name, "GPU-"+name
+				if err := opts.Record(d); err != nil {
+					return out, err
+				}
+				out = append(out, d)
+			}
+		}
+		return out, nil
+	})
+	var calls []string
+	swap(t, &refineTunedFn, func(_ context.Context, _ string, stages []tuner.ChainStage, ds []tuner.Decision, _ tuner.RefineOptions) ([]tuner.Decision, tuner.Refinement, error) {
+		for _, d := range ds {
+			if d.GPUName != ds[0].GPUName || d.Format != stages[0].Format {
+				t.Errorf("decisions of %s and %s %s in one refinement", ds[0].GPUName, d.GPUName, d.Format)
+			}
+		}
+		calls = append(calls, stages[0].Format+" on "+ds[0].GPUName)
+		return nil, tuner.Refinement{}, nil
+	})
+	var out, errw bytes.Buffer
+	if err := tuneMain(context.Background(), []string{"--arch", "sm_90", "--formats", "q4_0,q8_0", "--cache", db, "--refine"}, &out, &errw); err != nil {
+		t.Fatalf("%v (%s)", err, errw.String())
+	}
+	if got := strings.Join(calls, "; "); got != "q4_0 on NVIDIA H200; q4_0 on NVIDIA H100 80GB HBM3" {
+		t.Errorf("refinements: %s", got)
+	}
+	if !strings.Contains(errw.String(), "autotune: refine q8_0: 128256x4096 was not tuned in this run: not refined") {
+		t.Errorf("stderr: %s", errw.String())
+	}
+}
