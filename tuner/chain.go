@@ -77,15 +77,11 @@ type ChainVariant struct {
 	PDLShared uint32
 }
 
-// variantFor returns the trial's variant for stage st, if it has one.
-func (t ChainTrial) variantFor(st ChainStage) (ChainVariant, bool) {
-	for _, v := range t.Variants {
-		if v.Format == st.Format && v.Rows == st.Rows && v.Cols == st.Cols {
-			return v, true
-		}
-	}
-	return ChainVariant{}, false
-}
+// Job is the stage's format and shape.
+func (st ChainStage) Job() Job { return Job{Format: st.Format, Rows: st.Rows, Cols: st.Cols} }
+
+// Job is the format and shape the variant runs.
+func (v ChainVariant) Job() Job { return Job{Format: v.Format, Rows: v.Rows, Cols: v.Cols} }
 
 // ChainTiming is what one token took in one launch mode.
 type ChainTiming struct {
@@ -339,62 +335,57 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	// Each trial's stages and launches: the trial's variant where it has
 	// one (its own copy of the weights when its layout differs), pinned
 	// under PDL edges as a tuned stage is; the token's elsewhere.
+	trialWeights := func(k weightKey, i int) (gpu.DevPtr, error) {
+		if trialW[k] == nil {
+			trialW[k] = make([]gpu.DevPtr, len(stages))
+		}
+		if trialW[k][i] != 0 {
+			return trialW[k][i], nil
+		}
+		b := packed[k]
+		err := dev.Do(func(c *gpu.Ctx) error {
+			p, err := c.Alloc(len(b))
+			if err != nil {
+				return err
+			}
+			trialW[k][i] = p
+			return c.CopyHtoD(p, b)
+		})
+		return trialW[k][i], err
+	}
 	trialDevs := make([][]chainDev, len(opts.Trials))
 	for ti, t := range opts.Trials {
-		ts := slices.Clone(stages)
-		td := slices.Clone(devs)
-		for i, st := range stages {
-			v, ok := t.variantFor(st)
-			if !ok {
-				continue
-			}
+		ts, td := slices.Clone(stages), slices.Clone(devs)
+		run := slices.Clone(t.Variants)
+		for j := range run {
+			v := &run[j]
 			fam, _ := variants.FamilyOf(v.Format)
 			launch := fam.Launch(v.Params, v.Rows, v.Cols)
 			fn, err := mods.load(dev, v.Format, v.Params, v.Cubin, int(launch.SharedBytes))
 			if err != nil {
-				return res, fmt.Errorf("%s with %s: %w", st.Name, v.Params.ID(), err)
+				return res, fmt.Errorf("trial %d, %s %dx%d: %w", ti+1, v.Format, v.Rows, v.Cols, err)
 			}
-			td[i].fn, td[i].launch = fn, launch
-			ts[i].Params, ts[i].Cubin, ts[i].LaunchPDL, ts[i].PDLShared = v.Params, nil, true, v.PDLShared
+			v.Cubin = mods.cubins[chainVariantKey{v.Format, v.Params}]
 			if opts.PDL && v.PDLShared == 0 {
-				if ts[i].PDLShared, err = mods.pin(dev, v.Format, v.Params, launch, info); err != nil {
-					return res, fmt.Errorf("%s with %s: %w", st.Name, v.Params.ID(), err)
+				if v.PDLShared, err = mods.pin(dev, v.Format, v.Params, launch, info); err != nil {
+					return res, fmt.Errorf("trial %d, %s: %w", ti+1, v.Params.ID(), err)
 				}
 			}
-			if v.Params.L == st.Params.L {
-				continue
-			}
-			k := weightKey{v.Format, v.Rows, v.Cols, v.Params.L}
-			if trialW[k] == nil {
-				trialW[k] = make([]gpu.DevPtr, len(stages))
-			}
-			if trialW[k][i] == 0 {
-				b := packed[k]
-				err := dev.Do(func(c *gpu.Ctx) error {
-					p, err := c.Alloc(len(b))
-					if err != nil {
-						return err
+			for i, st := range stages {
+				if st.Job() != v.Job() {
+					continue
+				}
+				td[i].fn, td[i].launch = fn, launch
+				ts[i].Params, ts[i].Cubin, ts[i].LaunchPDL, ts[i].PDLShared = v.Params, nil, true, v.PDLShared
+				if v.Params.L != st.Params.L {
+					if td[i].w, err = trialWeights(weightKey{v.Format, v.Rows, v.Cols, v.Params.L}, i); err != nil {
+						return res, fmt.Errorf("%s with %s: %w", st.Name, v.Params.ID(), err)
 					}
-					trialW[k][i] = p
-					return c.CopyHtoD(p, b)
-				})
-				if err != nil {
-					return res, fmt.Errorf("%s with %s: %w", st.Name, v.Params.ID(), err)
 				}
 			}
-			td[i].w = trialW[k][i]
 		}
 		trialStages = append(trialStages, ts)
 		trialDevs[ti] = td
-		run := slices.Clone(t.Variants)
-		for j, v := range run {
-			run[j].Cubin = mods.cubins[chainVariantKey{v.Format, v.Params}]
-			if i := slices.IndexFunc(ts, func(st ChainStage) bool {
-				return st.Format == v.Format && st.Rows == v.Rows && st.Cols == v.Cols
-			}); i >= 0 {
-				run[j].PDLShared = ts[i].PDLShared
-			}
-		}
 		res.TrialVariants = append(res.TrialVariants, run)
 	}
 	err = dev.Do(func(c *gpu.Ctx) error {
@@ -661,16 +652,13 @@ func checkStage(st ChainStage, raw []byte, in, y []float32) (float64, error) {
 // of the token that their gates accept, once per trial.
 func checkTrials(stages []ChainStage, trials []ChainTrial) error {
 	for ti, t := range trials {
-		seen := map[weightKey]bool{}
+		seen := map[Job]bool{}
 		for _, v := range t.Variants {
-			k := weightKey{v.Format, v.Rows, v.Cols, 0}
-			if seen[k] {
+			if seen[v.Job()] {
 				return fmt.Errorf("chain trial %d: two variants for %s %dx%d", ti+1, v.Format, v.Rows, v.Cols)
 			}
-			seen[k] = true
-			if !slices.ContainsFunc(stages, func(st ChainStage) bool {
-				return st.Format == v.Format && st.Rows == v.Rows && st.Cols == v.Cols
-			}) {
+			seen[v.Job()] = true
+			if !slices.ContainsFunc(stages, func(st ChainStage) bool { return st.Job() == v.Job() }) {
 				return fmt.Errorf("chain trial %d: no stage of the token is %s %dx%d", ti+1, v.Format, v.Rows, v.Cols)
 			}
 			fam, err := variants.FamilyOf(v.Format)

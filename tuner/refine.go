@@ -81,15 +81,15 @@ func RefineChain(ctx context.Context, ordinal int, stages []ChainStage, alternat
 	}
 	ref.First = first
 	ref.Base = modeTiming(first, opts.PDL)
-	best := map[weightKey]int{} // (format, shape) → index of its fastest faster trial
-	var order []weightKey
+	best := map[Job]int{} // (format, shape) → index of its fastest faster trial
+	var order []Job
 	for i, v := range alternatives {
 		t := RefineTrial{Variant: v, ChainTiming: first.Trials[i], Faster: first.Trials[i].HiUS < ref.Base.LoUS}
 		ref.Trials = append(ref.Trials, t)
 		if !t.Faster {
 			continue
 		}
-		k := weightKey{v.Format, v.Rows, v.Cols, 0}
+		k := v.Job()
 		j, seen := best[k]
 		if !seen {
 			order = append(order, k)
@@ -107,7 +107,7 @@ func RefineChain(ctx context.Context, ordinal int, stages []ChainStage, alternat
 	}
 	tries := [][]ChainVariant{together}
 	if len(together) > 1 {
-		top := slices.MinFunc(order, func(a, b weightKey) int {
+		top := slices.MinFunc(order, func(a, b Job) int {
 			return cmp.Compare(ref.Trials[best[a]].MedianUS, ref.Trials[best[b]].MedianUS)
 		})
 		tries = append(tries, []ChainVariant{alternatives[best[top]]})
@@ -182,7 +182,7 @@ func PickAlternatives(cands []Measured, chosen space.Params, chosenClass string)
 func applyRefinement(ds []Decision, ref Refinement, model string, pdl bool) []Decision {
 	var changed []Decision
 	for _, v := range ref.Chosen {
-		i := slices.IndexFunc(ds, func(d Decision) bool { return d.Format == v.Format && d.Rows == v.Rows && d.Cols == v.Cols })
+		i := slices.IndexFunc(ds, func(d Decision) bool { return d.Job == v.Job() })
 		if i < 0 {
 			continue
 		}
@@ -239,13 +239,13 @@ type TokenChoice = cache.TokenChoice
 // with (under opts.PDL), and Token says why; the candidates keep every
 // figure measured alone.
 func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds []Decision, opts RefineOptions) ([]Decision, Refinement, error) {
-	byKey := map[weightKey]int{}
+	byKey := map[Job]int{}
 	for i, d := range ds {
-		byKey[weightKey{d.Format, d.Rows, d.Cols, 0}] = i
+		byKey[d.Job] = i
 	}
 	uuid, model0 := "", ""
 	for _, st := range stages {
-		i, ok := byKey[weightKey{st.Format, st.Rows, st.Cols, 0}]
+		i, ok := byKey[st.Job()]
 		if !ok {
 			return nil, Refinement{}, fmt.Errorf("refine: no decision for stage %s (%s %dx%d)", st.Name, st.Format, st.Rows, st.Cols)
 		}
@@ -266,9 +266,9 @@ func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds 
 	}
 	defer lk.unlock()
 	var alts []ChainVariant
-	seen := map[weightKey]bool{}
+	seen := map[Job]bool{}
 	for _, st := range stages {
-		k := weightKey{st.Format, st.Rows, st.Cols, 0}
+		k := st.Job()
 		i, ok := byKey[k]
 		if !ok || seen[k] {
 			continue

@@ -101,7 +101,7 @@ const refineRow = "  %-8s  %-11s  %-20s  %-20s  %9s  %17s  %s\n"
 // and the tuned variant it replaces there.
 func stageOf(stages []tuner.ChainStage, v tuner.ChainVariant) (name, tuned string) {
 	for _, st := range stages {
-		if st.Format == v.Format && st.Rows == v.Rows && st.Cols == v.Cols {
+		if st.Job() == v.Job() {
 			return st.Name[strings.LastIndex(st.Name, ".")+1:], st.Params.ID()
 		}
 	}
