@@ -153,11 +153,16 @@ type Measured struct {
 }
 
 // PickAlternatives returns which of the candidates RefineChain should try
-// in place of chosen (of class chosenClass): verified ones other than
-// chosen and stock, of chosen's class when that is exact (an exact choice
-// stays exact), the refineFastest fastest launched alone, then the
-// fastest of each staging form that neither chosen nor those have.
-func PickAlternatives(cands []Measured, chosen space.Params, chosenClass string) []space.Params {
+// in place of chosen: verified ones other than chosen and stock, exact
+// ones only when chosen is exact (its class among cands; stock, or a
+// variant not among them, counts as exact), the refineFastest fastest
+// launched alone, then the fastest of each staging form that neither
+// chosen nor those have.
+func PickAlternatives(cands []Measured, chosen space.Params) []space.Params {
+	chosenClass := cache.ClassExact
+	if i := slices.IndexFunc(cands, func(c Measured) bool { return c.Params == chosen }); i >= 0 && !chosen.IsStock() {
+		chosenClass = cands[i].Class
+	}
 	var ok []Measured
 	for _, c := range cands {
 		if c.Status == string(StatusOK) && c.MedianUS > 0 && c.Params != chosen && !c.Params.IsStock() &&
@@ -275,15 +280,11 @@ func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds 
 		}
 		seen[k] = true
 		d := ds[i]
-		class := cache.ClassExact // of the stage's variant (stock when the decision kept it)
 		cands := make([]Measured, len(d.Candidates))
 		for j, c := range d.Candidates {
 			cands[j] = Measured{c.Params, c.Class, string(c.Status), c.MedianUS}
-			if c.Params == st.Params {
-				class = c.Class
-			}
 		}
-		for _, p := range PickAlternatives(cands, st.Params, class) {
+		for _, p := range PickAlternatives(cands, st.Params) {
 			alts = append(alts, ChainVariant{Format: d.Format, Rows: d.Rows, Cols: d.Cols, Params: p})
 		}
 	}

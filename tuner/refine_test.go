@@ -135,20 +135,28 @@ func TestPickAlternatives(t *testing.T) {
 		m("r2f0u2s0w8", "exact", "ok", 5.0),
 		m("r2f0u1s0w8", "exact", "pruned", 0),
 	}
-	chosen, _ := space.Parse("r2f0u2s3w8l2")
 	for _, tc := range []struct {
 		class, want string
 	}{
 		{"exact", "r1f0u2s3w8l2 r2f0u4s3w8l2 r2f0u2s2w8l1 r2f0u2s1w8 r2f0u2s0w8"},
 		{"tolerance", "r2f0u4s3w8l2a1 r1f0u2s3w8l2 r2f0u4s3w8l2 r2f0u2s2w8l1 r2f0u2s1w8 r2f0u2s0w8"},
 	} {
+		cands[0].Class = tc.class // the choice's class decides
 		var got []string
-		for _, p := range PickAlternatives(cands, chosen, tc.class) {
+		for _, p := range PickAlternatives(cands, cands[0].Params) {
 			got = append(got, p.ID())
 		}
 		if strings.Join(got, " ") != tc.want {
 			t.Errorf("%s choice: alternatives %v, want %s", tc.class, got, tc.want)
 		}
+	}
+	// A choice not among the candidates counts as exact.
+	var got []string
+	for _, p := range PickAlternatives(cands[1:], cands[0].Params) {
+		got = append(got, p.ID())
+	}
+	if want := "r1f0u2s3w8l2 r2f0u4s3w8l2 r2f0u2s2w8l1 r2f0u2s1w8 r2f0u2s0w8"; strings.Join(got, " ") != want {
+		t.Errorf("choice without a candidate: alternatives %v, want %s", got, want)
 	}
 }
 

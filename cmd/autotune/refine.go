@@ -34,15 +34,11 @@ func refineAlternatives(db *cache.DB, arch, model string, stages []tuner.ChainSt
 			missing = append(missing, fmt.Sprintf("%s %dx%d (%v)", st.Format, st.Rows, st.Cols, err))
 			continue
 		}
-		class := cache.ClassExact // of the tuned choice
 		cands := make([]tuner.Measured, len(rec.Candidates))
 		for i, c := range rec.Candidates {
 			cands[i] = tuner.Measured{Params: c.Params, Class: c.Class, Status: c.Status, MedianUS: c.MedianUS}
-			if c.Params == st.Params {
-				class = c.Class
-			}
 		}
-		for _, p := range tuner.PickAlternatives(cands, st.Params, class) {
+		for _, p := range tuner.PickAlternatives(cands, st.Params) {
 			alts = append(alts, tuner.ChainVariant{Format: st.Format, Rows: st.Rows, Cols: st.Cols, Params: p})
 		}
 	}
