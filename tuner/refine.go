@@ -53,9 +53,8 @@ type Refinement struct {
 	// run; nil without a second run.
 	Tried               []ChainVariant
 	Together, BaseAgain *ChainTiming
-	// First and Second are the runs' results (the ceilings, the bytes).
-	First  ChainResult
-	Second *ChainResult
+	// First is the first run's result (its ceilings, the bytes).
+	First ChainResult
 }
 
 // RefineChain chooses among the alternatives for the token's stages by
@@ -118,7 +117,7 @@ func RefineChain(ctx context.Context, ordinal int, stages []ChainStage, alternat
 			return ref, err
 		}
 		base, with := modeTiming(second, opts.PDL), second.Trials[0]
-		ref.Second, ref.Tried, ref.Together, ref.BaseAgain = &second, try, &with, &base
+		ref.Tried, ref.Together, ref.BaseAgain = try, &with, &base
 		if with.HiUS < base.LoUS {
 			ref.Chosen = second.TrialVariants[0]
 			break
