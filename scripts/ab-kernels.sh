@@ -26,7 +26,8 @@
 #       $OUT/chain_summary.txt: per run and format, µs per token with PDL
 #       edges (as recorded where the bench prints it), `reads, PDL, x` and
 #       the token's share of that read's speed. A RUN is NAME or
-#       NAME:VAR=V,VAR=V (a probe build's environment), e.g.
+#       NAME:VAR=V,VAR=V (a probe build's environment; a value cannot
+#       hold a comma or a space), e.g.
 #         git apply docs/data/h200-dec02-eleventh/probe-release-lead.patch
 #         scripts/ab-kernels.sh build lead && git checkout -- variants
 #         (device) scripts/ab-kernels.sh chain bf16 lead lead:GEMV_PROBE=12
