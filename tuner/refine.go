@@ -181,6 +181,16 @@ func PickAlternatives(cands []Measured, chosen space.Params) []space.Params {
 	return out
 }
 
+// Alternatives is PickAlternatives as the variants that run every stage
+// of job in a ChainTrial.
+func Alternatives(job Job, cands []Measured, chosen space.Params) []ChainVariant {
+	var out []ChainVariant
+	for _, p := range PickAlternatives(cands, chosen) {
+		out = append(out, ChainVariant{Format: job.Format, Rows: job.Rows, Cols: job.Cols, Params: p})
+	}
+	return out
+}
+
 // applyRefinement returns the decisions among ds whose winner ref chose in
 // the token, updated (RefineDecisions).
 func applyRefinement(ds []Decision, ref Refinement, model string, pdl bool) []Decision {
@@ -273,19 +283,16 @@ func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds 
 	seen := map[Job]bool{}
 	for _, st := range stages {
 		k := st.Job()
-		i, ok := byKey[k]
-		if !ok || seen[k] {
+		if seen[k] {
 			continue
 		}
 		seen[k] = true
-		d := ds[i]
+		d := ds[byKey[k]] // every stage has one: checked above
 		cands := make([]Measured, len(d.Candidates))
 		for j, c := range d.Candidates {
 			cands[j] = Measured{c.Params, c.Class, string(c.Status), c.MedianUS}
 		}
-		for _, p := range PickAlternatives(cands, st.Params) {
-			alts = append(alts, ChainVariant{Format: d.Format, Rows: d.Rows, Cols: d.Cols, Params: p})
-		}
+		alts = append(alts, Alternatives(k, cands, st.Params)...)
 	}
 	if len(alts) == 0 {
 		return nil, Refinement{}, nil

@@ -38,9 +38,7 @@ func refineAlternatives(db *cache.DB, arch, model string, stages []tuner.ChainSt
 		for i, c := range rec.Candidates {
 			cands[i] = tuner.Measured{Params: c.Params, Class: c.Class, Status: c.Status, MedianUS: c.MedianUS}
 		}
-		for _, p := range tuner.PickAlternatives(cands, st.Params) {
-			alts = append(alts, tuner.ChainVariant{Format: st.Format, Rows: st.Rows, Cols: st.Cols, Params: p})
-		}
+		alts = append(alts, tuner.Alternatives(st.Job(), cands, st.Params)...)
 	}
 	return alts, missing
 }
