@@ -334,9 +334,7 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 	mu.Unlock()
 	sortDecisions(decisions, jobs)
 	if f.refine && runErr == nil && ctx.Err() == nil {
-		if runErr = refineTuned(ctx, f, store, decisions, stderr); runErr == nil {
-			sortDecisions(decisions, jobs)
-		}
+		runErr = refineTuned(ctx, f, store, decisions, stderr) // replaces decisions in place: the order holds
 	}
 
 	if len(decisions) > 0 || runErr == nil {
