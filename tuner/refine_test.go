@@ -18,13 +18,7 @@ func TestRefineChain(t *testing.T) {
 		{Name: "blk.0.o", Format: "q4_0", Rows: 4096, Cols: 4096, Params: space.Stock},
 		{Name: "blk.0.down", Format: "q4_0", Rows: 4096, Cols: 14336, Params: space.Stock},
 	}
-	p := func(id string) space.Params {
-		q, err := space.Parse(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
+	p := func(id string) space.Params { return mustParse(t, id) }
 	o1 := ChainVariant{Format: "q4_0", Rows: 4096, Cols: 4096, Params: p("r2f0u2s2w8l1")}
 	o2 := ChainVariant{Format: "q4_0", Rows: 4096, Cols: 4096, Params: p("r1f0u2s1w8")}
 	d1 := ChainVariant{Format: "q4_0", Rows: 4096, Cols: 14336, Params: p("r1f0u2s1w8")}
@@ -165,13 +159,7 @@ func TestPickAlternatives(t *testing.T) {
 // measured alone; the exact alternative goes when the new winner is
 // exact.
 func TestApplyRefinement(t *testing.T) {
-	p := func(id string) space.Params {
-		q, err := space.Parse(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
+	p := func(id string) space.Params { return mustParse(t, id) }
 	stock := Candidate{ID: "v1", Params: space.Stock, Class: "exact", Status: StatusOK, MedianUS: 20, Samples: []float64{20, 20.1, 19.9, 20, 20.2}}
 	alone := Candidate{ID: "r2f0u2s3w16l2a1", Params: p("r2f0u2s3w16l2a1"), Class: "tolerance", Status: StatusOK, MedianUS: 4.0, PDLUS: 3.5, LaunchPDL: true}
 	next := Candidate{ID: "r1f0u4s3w16g2l2", Params: p("r1f0u4s3w16g2l2"), Class: "exact", Status: StatusOK, MedianUS: 4.1, Samples: []float64{4.1, 4.11, 4.09, 4.1, 4.12}}

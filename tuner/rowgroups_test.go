@@ -8,15 +8,18 @@ import (
 	"github.com/gemvtune/gemvtune/space"
 )
 
-func TestRowGroupsFor(t *testing.T) {
-	p := func(id string) space.Params {
-		t.Helper()
-		q, err := space.Parse(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
+// mustParse is the variant id's knobs; a bad id fails the test.
+func mustParse(t *testing.T, id string) space.Params {
+	t.Helper()
+	q, err := space.Parse(id)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return q
+}
+
+func TestRowGroupsFor(t *testing.T) {
+	p := func(id string) space.Params { return mustParse(t, id) }
 	for _, tc := range []struct {
 		id                     string
 		rows, blocksPerSM, sms int
