@@ -15,7 +15,8 @@
 #       (the raw tables, appended) and $OUT/ab_summary.txt (per build,
 #       format, shape and variant: its medians, one per run), and names
 #       on stderr each build whose variants failed (a build that does not
-#       compile would otherwise only be missing from the summary).
+#       compile would otherwise only be missing from the summary). A NAME
+#       may carry a probe build's environment, as a RUN of chain does.
 #   scripts/ab-kernels.sh chain FORMATS RUN ...
 #       on the device: a cold tune of FORMATS for $MODEL (default
 #       llama-3-8b) by the first RUN's build, without its variables, into
@@ -83,27 +84,40 @@ run() {
 	[ $# -ge 5 ] || die "usage: ab-kernels.sh run FORMATS SHAPES IDS NAME NAME ..."
 	local formats=$1 shapes=$2 ids=$3
 	shift 3
-	local names=("$@") order n s
-	for n in "${names[@]}"; do unpack "$n"; done
+	local names=("$@") order n s name vars
+	for n in "${names[@]}"; do unpack "${n%%:*}"; done
 	mapfile -t order < <(abba "${names[@]}")
 	export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/xdg}
 	: "${OUT:?set OUT to the folder for results}"
 	for s in ${shapes//,/ }; do
 		for n in "${order[@]}"; do
-			timeout 120 "$DIR/$n/autotune" bench --arch sm_90 --format "$formats" --shape "$s" --variants "$ids" 2>/dev/null |
-				grep -v '^#' >>"$OUT/ab_$n.txt"
+			split_run "$n"
+			# shellcheck disable=SC2086
+			env $vars timeout 120 "$DIR/$name/autotune" bench --arch sm_90 --format "$formats" --shape "$s" --variants "$ids" 2>/dev/null |
+				grep -v '^#' >>"$OUT/ab_$(tag "$n").txt"
 		done
 	done
 	for n in "${names[@]}"; do
 		awk -v b="$n" '$NF == "ok" && $3 != "ceiling" { k = $1 " " $2 " " $3; v[k] = v[k] " " $5 ($10 ~ /^[0-9]+\.[0-9]+$/ ? "/pdl " $10 : "") }
-			END { for (k in v) print b, k, v[k] }' "$OUT/ab_$n.txt"
+			END { for (k in v) print b, k, v[k] }' "$OUT/ab_$(tag "$n").txt"
 	done | sort -k2,4 >"$OUT/ab_summary.txt"
 	cat "$OUT/ab_summary.txt"
 	for n in "${names[@]}"; do
 		awk -v b="$n" '$1 != "format" && $3 != "read" && $3 != "ceiling" && $NF != "ok" { bad++; if (!first) first = $0 }
-			END { if (bad) printf "ab-kernels: build %s: %d variant rows did not run, e.g.:\n  %s\n", b, bad, substr(first, 1, 300) }' "$OUT/ab_$n.txt" >&2
+			END { if (bad) printf "ab-kernels: build %s: %d variant rows did not run, e.g.:\n  %s\n", b, bad, substr(first, 1, 300) }' "$OUT/ab_$(tag "$n").txt" >&2
 	done
 }
+
+# split_run RUN: name, the build of RUN (NAME or NAME:VAR=V,VAR=V), and
+# vars, its environment as env's arguments.
+split_run() {
+	name=${1%%:*} vars=""
+	[ "$1" != "$name" ] && vars=${1#*:}
+	vars=${vars//,/ }
+}
+
+# tag RUN: RUN as part of a file name.
+tag() { printf %s "$1" | tr -c 'A-Za-z0-9_.-' '_'; }
 
 # abba A B ...: its arguments, one a line, in order and then in reverse.
 abba() {
@@ -123,7 +137,7 @@ chain() {
 	local formats=$1 model=${MODEL:-llama-3-8b}
 	local db="/tmp/ab-chain-$model-${formats//,/_}.db"
 	shift
-	local runs=("$@") order r name vars k=0
+	local runs=("$@") order r name vars k=0 out
 	for r in "${runs[@]}"; do unpack "${r%%:*}"; done
 	mapfile -t order < <(abba "${runs[@]}")
 	export XDG_CACHE_HOME=${XDG_CACHE_HOME:-/tmp/xdg}
@@ -135,11 +149,10 @@ chain() {
 	: >"$OUT/chain_summary.txt"
 	for r in "${order[@]}"; do
 		k=$((k + 1))
-		name=${r%%:*} vars=""
-		[ "$r" != "$name" ] && vars=${r#*:}
-		local out="$OUT/chain_${k}_$(printf %s "$r" | tr -c 'A-Za-z0-9_.-' '_').txt"
+		split_run "$r"
+		out="$OUT/chain_${k}_$(tag "$r").txt"
 		# shellcheck disable=SC2086
-		env ${vars//,/ } timeout 300 "$DIR/$name/autotune" bench --chain --compile --cache "$db" --model "$model" --formats "$formats" >"$out" 2>&1 ||
+		env $vars timeout 300 "$DIR/$name/autotune" bench --chain --compile --cache "$db" --model "$model" --formats "$formats" >"$out" 2>&1 ||
 			echo "ab-kernels: run $k ($r) failed: $(tail -1 "$out")" >&2
 		awk -v run="$k $r" '{ sub(/^ +/, ""); split($0, f, /  +/) }
 			f[2] == "tuned, PDL" || f[2] == "tuned, as recorded" { tok[f[1]] = f[3]; if (f[2] ~ /recorded/) how[f[1]] = " (as recorded)" }
