@@ -65,7 +65,7 @@ func TestSourceHeaderAndHash(t *testing.T) {
 			t.Errorf("%s source includes a header", name)
 		}
 		// A static shared variable moves the dynamic shared memory, and with
-		// it the bulk-copy rings, 16 bytes on: the s=3 winners then ran 14-17 %
+		// it the bulk-copy rings, 16 bytes on: the s=3 winners then ran 13-17 %
 		// slower on the H200 (docs/kernels.md).
 		if n := strings.Count(src, "__shared__"); n != 1 {
 			t.Errorf("%s source has %d __shared__ declarations; only the dynamic gemv_xs may be", name, n)
