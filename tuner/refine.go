@@ -126,6 +126,16 @@ func RefineChain(ctx context.Context, ordinal int, stages []ChainStage, alternat
 	return ref, nil
 }
 
+// Change is the second run's verdict as a relative change: the token
+// with Tried against the token as given in that run (Together / BaseAgain
+// - 1); 0 without a second run.
+func (r Refinement) Change() float64 {
+	if r.Together == nil || r.BaseAgain == nil {
+		return 0
+	}
+	return r.Together.MedianUS/r.BaseAgain.MedianUS - 1
+}
+
 // modeTiming is the run's timing of the token as given in the mode its
 // trials ran.
 func modeTiming(r ChainResult, pdl bool) ChainTiming {
@@ -218,7 +228,7 @@ func applyRefinement(ds []Decision, ref Refinement, model string, pdl bool) []De
 		}
 		d.Token = &TokenChoice{Model: model, Isolated: isolated, PDL: pdl, TokenUS: ref.Together.MedianUS, BaseTokenUS: ref.BaseAgain.MedianUS}
 		d.Reason = fmt.Sprintf("%s: chosen in the %s token, %+.2f %% per token (%.1f against %.1f µs with %s); alone %s",
-			w.ID, model, 100*(ref.Together.MedianUS/ref.BaseAgain.MedianUS-1), ref.Together.MedianUS, ref.BaseAgain.MedianUS, isolated, d.Reason)
+			w.ID, model, 100*ref.Change(), ref.Together.MedianUS, ref.BaseAgain.MedianUS, isolated, d.Reason)
 		changed = append(changed, d)
 	}
 	return changed

@@ -188,3 +188,19 @@ func TestApplyRefinement(t *testing.T) {
 		t.Error("the caller's decision changed")
 	}
 }
+
+func TestRefinementChange(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		r    Refinement
+		want float64
+	}{
+		{"no second run", Refinement{}, 0},
+		{"faster", Refinement{Together: &ChainTiming{MedianUS: 990}, BaseAgain: &ChainTiming{MedianUS: 1000}}, -0.01},
+		{"slower", Refinement{Together: &ChainTiming{MedianUS: 1020}, BaseAgain: &ChainTiming{MedianUS: 1000}}, 0.02},
+	} {
+		if got := c.r.Change(); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("%s: Change() = %g, want %g", c.name, got, c.want)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func refineToken(ctx context.Context, db *cache.DB, arch, model string, ordinal 
 	}
 	_, err = fmt.Fprintf(stdout, "%s, refine: %s together: %.1f µs (%.1f–%.1f, %.1f %% of the ceiling) against %.1f (%.1f–%.1f) as tuned in a second run, %+.2f %%: %s\n",
 		format, variantList(r.Tried), r.Together.MedianUS, r.Together.LoUS, r.Together.HiUS, r.Together.PctCeiling, r.BaseAgain.MedianUS, r.BaseAgain.LoUS, r.BaseAgain.HiUS,
-		100*(r.Together.MedianUS/r.BaseAgain.MedianUS-1), verdict)
+		100*r.Change(), verdict)
 	return err
 }
 
@@ -232,5 +232,5 @@ func refineSummary(r tuner.Refinement) string {
 		return fmt.Sprintf("%s: %.1f against %.1f µs per token, not faster beyond the intervals: nothing changed", variantList(r.Tried), r.Together.MedianUS, r.BaseAgain.MedianUS)
 	}
 	return fmt.Sprintf("kept %s: %.1f against %.1f µs per token (%+.2f %%)", variantList(r.Chosen), r.Together.MedianUS, r.BaseAgain.MedianUS,
-		100*(r.Together.MedianUS/r.BaseAgain.MedianUS-1))
+		100*r.Change())
 }
