@@ -485,12 +485,7 @@ __device__ __forceinline__ void gemv_bulk(u32 dst, const void* src, u32 bytes, u
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
                  :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(gemv_weight_policy()) : "memory");
 }
-// Ask L2 to fetch bytes (a multiple of 16) from global src (16-byte
-// aligned); nothing returns to the SM.
-__device__ __forceinline__ void gemv_bulk_prefetch(const void* src, u32 bytes) {
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(src), "r"(bytes) : "memory");
-}
-// The bytes of each of its first rows that a warp's lane 0 prefetches to
+// The bytes of each of its first rows that an s=3 warp prefetches to
 // L2 before griddepcontrol.wait (s=3). Weights are nobody's output, and a
 // prefetch returns nothing, so it cannot read early what the wait guards.
 // In a PDL chain it starts the first rows during the kernel before's
@@ -500,6 +495,20 @@ __device__ __forceinline__ void gemv_bulk_prefetch(const void* src, u32 bytes) {
 // a row, and 4.1 and 6.7 % more at 2048 and 4096; with the release at the
 // last copy, 2048 still took 0.9 % more than 1024 (docs/results.md).
 #define GEMV_EARLY_L2_BYTES 1024
+// Ask L2 for the first GEMV_EARLY_L2_BYTES of each of the warp's rows
+// row0 .. row0+GEMV_R-1 below rows: eight lanes a row, one 128-byte line
+// each per kilobyte. Plain line prefetches rather than one bulk prefetch
+// per row by lane 0 (cp.async.bulk.prefetch.L2), which queues on the SM's
+// bulk-copy unit ahead of the ring's first copies: on the H200 the q4_K
+// token with PDL edges took 0.4 % less time, q4_0's the same
+// (docs/results.md, "seventeenth lease").
+__device__ __forceinline__ void gemv_prefetch_first_rows(const unsigned char* W, size_t rowBytes,
+                                                         int row0, int rows, int lane) {
+    const size_t bytes = min((size_t)GEMV_EARLY_L2_BYTES, rowBytes);
+    for (int i = lane >> 3; i < GEMV_R && row0 + i < rows; i += 4)
+        for (size_t o = (size_t)(lane & 7) * 128; o < bytes; o += 1024)
+            gemv_pf(W + (size_t)(row0 + i) * rowBytes + o);
+}
 // Wait until bar completes the phase with parity phase.
 __device__ __forceinline__ void gemv_bar_wait(u32 bar, u32 phase) {
     u32 done;
@@ -711,10 +720,7 @@ GEMV_KERNEL_HEAD                                                                
     __syncwarp();                                                                       \
     int pg = blockIdx.x, pt = 0;                                                        \
     int prow = (pg * GEMV_W + warp) * GEMV_R;                                           \
-    if (lane == 0)                                                                      \
-        for (int i = 0; i < GEMV_R && prow + i < rows; i++)                             \
-            gemv_bulk_prefetch(W + (size_t)(prow + i) * g.rowBytes,                     \
-                               (u32)min((size_t)GEMV_EARLY_L2_BYTES, g.rowBytes));      \
+    gemv_prefetch_first_rows(W, g.rowBytes, prow, rows, lane);                          \
     gemv_pdl_wait();                                                                    \
     float4 xpre[GEMV_XPRE_MAX];                                                         \
     gemv_stage_begin(x, cols, xpre);                                                    \
