@@ -493,7 +493,8 @@ __device__ __forceinline__ void gemv_bulk(u32 dst, const void* src, u32 bytes, u
 // issued before it, so more than this lost on the H200: a q4_0 token with
 // PDL edges took 0.4, 0.8 and 1.4 % less time at 256, 512 and 1024 bytes
 // a row, and 4.1 and 6.7 % more at 2048 and 4096; with the release at the
-// last copy, 2048 still took 0.9 % more than 1024 (docs/results.md).
+// last copy, 2048 still took 0.9 % more than 1024, and sent as line
+// prefetches (below) 1536 and 2048 took 1.1 and 1.9 % more (docs/results.md).
 #define GEMV_EARLY_L2_BYTES 1024
 // Ask L2 for the first GEMV_EARLY_L2_BYTES of each of the warp's rows
 // row0 .. row0+GEMV_R-1 below rows: eight lanes a row, one 128-byte line
