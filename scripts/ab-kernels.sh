@@ -26,7 +26,8 @@
 #       $OUT/chain_<k>_<RUN>.txt, and
 #       $OUT/chain_summary.txt: per run and format, µs per token with PDL
 #       edges (as recorded where the bench prints it), `reads, PDL, x` and
-#       the token's share of that read's speed. A RUN is NAME or
+#       the token's share of that read's speed. $CHAIN_ARGS is added to
+#       every bench's arguments (e.g. --attribute). A RUN is NAME or
 #       NAME:VAR=V,VAR=V (a probe build's environment; a value cannot
 #       hold a comma or a space), e.g.
 #         git apply docs/data/h200-dec02-eleventh/probe-release-lead.patch
@@ -152,7 +153,7 @@ chain() {
 		split_run "$r"
 		out="$OUT/chain_${k}_$(tag "$r").txt"
 		# shellcheck disable=SC2086
-		env $vars timeout 300 "$DIR/$name/autotune" bench --chain --compile --cache "$db" --model "$model" --formats "$formats" >"$out" 2>&1 ||
+		env $vars timeout 300 "$DIR/$name/autotune" bench --chain --compile ${CHAIN_ARGS:-} --cache "$db" --model "$model" --formats "$formats" >"$out" 2>&1 ||
 			echo "ab-kernels: run $k ($r) failed: $(tail -1 "$out")" >&2
 		awk -v run="$k $r" '{ sub(/^ +/, ""); split($0, f, /  +/) }
 			f[2] == "tuned, PDL" || f[2] == "tuned, as recorded" { tok[f[1]] = f[3]; if (f[2] ~ /recorded/) how[f[1]] = " (as recorded)" }

@@ -49,6 +49,15 @@ type ChainOptions struct {
 	// edges (ChainResult.Reads, chainReadModes): what launching the token
 	// one kernel at a time allows a kernel that does nothing but read.
 	Reads bool
+	// Attribute, with PDL, also times the token with PDL edges once per
+	// (format, shape) of its stages, every stage of that shape run by the
+	// streaming read of its weights, which waits at griddepcontrol.wait
+	// and then reads the stage's own x (ChainResult.Attribution): the
+	// token with PDL edges less such a token is what that shape's GEMVs
+	// cost beyond a read of their bytes. Those graphs' outputs are not
+	// checked: a read writes no y, so the stage after it takes whatever
+	// its input held.
+	Attribute bool
 	// Trials are other choices for some of the token's stages, each timed
 	// as a whole token beside the others (ChainResult.Trials): with PDL
 	// edges before every stage but the first under PDL, else plainly.
@@ -112,10 +121,23 @@ type ChainResult struct {
 	// their variants as run: the cubin loaded and the PDL shared memory.
 	Trials        []ChainTiming
 	TrialVariants [][]ChainVariant
+	// Attribution is ChainOptions.Attribute's timings, one per (format,
+	// shape) of the stages, in the order each first runs.
+	Attribution []ChainAttribution
 	// MaxRelErr is the largest relative L2 error of a stage's output
 	// against its float64 reference (the stage's own input x).
 	MaxRelErr float64
 	GPUName   string
+}
+
+// ChainAttribution is the token with PDL edges with every stage of one
+// (format, shape) run by the streaming read of its weights
+// (ChainOptions.Attribute).
+type ChainAttribution struct {
+	Job    Job   // the format and shape the read stages had
+	Stages int   // how many stages of the token it runs
+	Bytes  int64 // their weight bytes
+	ChainTiming
 }
 
 // ChainModeTiming is a timing of the token in a named mode (Chain's read
@@ -198,6 +220,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	info := dev.Info()
 	res.GPUName = info.Name
 	opts.Recorded = opts.Recorded && opts.PDL && mixedModes(stages)
+	opts.Attribute = opts.Attribute && opts.PDL
 	if opts.PDL && info.Arch.Major < 9 {
 		return res, fmt.Errorf("chain with PDL: %s is %s; programmatic dependent launch needs sm_90 or newer", info.Name, info.Arch)
 	}
@@ -273,10 +296,11 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	var trialGraphs []gpu.GraphExec // one per trial
 	var readGraphs []gpu.GraphExec  // chainReadModes', under opts.Reads
 	var readNames []string          // their modes' names
+	var attrGraphs []gpu.GraphExec  // one per res.Attribution, under opts.Attribute
 	var trialStages [][]ChainStage  // each trial's stages
 	var readOut, readX gpu.DevPtr
 	defer dev.Do(func(c *gpu.Ctx) error {
-		for _, g := range slices.Concat(graphs, trialGraphs, readGraphs) {
+		for _, g := range slices.Concat(graphs, trialGraphs, readGraphs, attrGraphs) {
 			c.DestroyGraphExec(g)
 		}
 		if w.ceilingMod != 0 {
@@ -432,7 +456,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			}
 			trialGraphs = append(trialGraphs, g)
 		}
-		if !opts.Reads {
+		if !opts.Reads && !opts.Attribute {
 			return nil
 		}
 		fn, err := c.Function(w.ceilingMod, "chain_read")
@@ -457,7 +481,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			return err
 		}
 		for _, m := range chainReadModes {
-			if m.pdl && !opts.PDL {
+			if m.pdl && !opts.PDL || !opts.Reads {
 				continue
 			}
 			cfg := gpu.LaunchConfig{Grid: readLaunch.Grid, Block: readLaunch.Block}
@@ -474,6 +498,28 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			}
 			readGraphs = append(readGraphs, g)
 			readNames = append(readNames, m.name)
+		}
+		if !opts.Attribute {
+			return nil
+		}
+		cfg := gpu.LaunchConfig{Grid: readLaunch.Grid, Block: readLaunch.Block, SharedBytes: pinned}
+		for i, st := range stages {
+			if slices.ContainsFunc(res.Attribution, func(a ChainAttribution) bool { return a.Job == st.Job() }) {
+				continue
+			}
+			a := ChainAttribution{Job: st.Job()}
+			for k, other := range stages[i:] {
+				if other.Job() == a.Job {
+					a.Stages++
+					a.Bytes += int64(devs[i+k].bytes)
+				}
+			}
+			g, err := captureAttribution(c, s, stages, devs, a.Job, fn, cfg, readOut, x)
+			if err != nil {
+				return err
+			}
+			attrGraphs = append(attrGraphs, g)
+			res.Attribution = append(res.Attribution, a)
 		}
 		return nil
 	})
@@ -556,7 +602,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	// Time it: batches of chainTokens tokens between CUDA events, the
 	// graphs alternating batch by batch, so a drift of the clocks shifts
 	// every mode alike.
-	timed := slices.Concat(graphs, trialGraphs, readGraphs)
+	timed := slices.Concat(graphs, trialGraphs, readGraphs, attrGraphs)
 	samples := make([][]float64, len(timed))
 	err = dev.Do(func(c *gpu.Ctx) error {
 		e0, err := c.NewEvent()
@@ -620,6 +666,9 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	res.Trials = timings[len(graphs) : len(graphs)+len(trialGraphs)]
 	for i, name := range readNames {
 		res.Reads = append(res.Reads, ChainModeTiming{Mode: name, ChainTiming: timings[len(graphs)+len(trialGraphs)+i]})
+	}
+	for i := range res.Attribution {
+		res.Attribution[i].ChainTiming = timings[len(graphs)+len(trialGraphs)+len(readGraphs)+i]
 	}
 	return res, nil
 }
@@ -796,15 +845,39 @@ func mixedModes(stages []ChainStage) bool {
 // dependent launch (a programmatic edge in the graph) and its PDL shared
 // memory.
 func captureChain(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, m chainMode) (gpu.GraphExec, error) {
+	return captureGraph(c, s, len(devs), func(i int) error { return launchStage(c, s, stages, devs, i, m) })
+}
+
+// launchStage launches stage i's GEMV on s as captureChain's mode m says.
+func launchStage(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, i int, m chainMode) error {
+	d := devs[i]
+	pdl := i > 0 && (m.pdl || m.recorded && stages[i].LaunchPDL)
+	cfg := gpu.LaunchConfig{Grid: d.launch.Grid, Block: d.launch.Block, SharedBytes: d.launch.SharedBytes, Stream: s, PDL: pdl}
+	if pdl {
+		cfg.SharedBytes = max(cfg.SharedBytes, stages[i].PDLShared)
+	}
+	if err := c.Launch(d.fn, cfg, d.args); err != nil {
+		return fmt.Errorf("%s: %w", stages[i].Name, err)
+	}
+	return nil
+}
+
+// captureAttribution captures the token with PDL edges before every stage
+// but the first: each stage of job run by the streaming read fn with cfg
+// over its weights, waiting first and then reading the stage's own x (x,
+// the token's, or the y of the stage before), the others as captureChain
+// runs them with PDL edges; and instantiates the graph.
+func captureAttribution(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, job Job, fn gpu.Function, cfg gpu.LaunchConfig, out, x gpu.DevPtr) (gpu.GraphExec, error) {
 	return captureGraph(c, s, len(devs), func(i int) error {
-		d := devs[i]
-		pdl := i > 0 && (m.pdl || m.recorded && stages[i].LaunchPDL)
-		cfg := gpu.LaunchConfig{Grid: d.launch.Grid, Block: d.launch.Block, SharedBytes: d.launch.SharedBytes, Stream: s, PDL: pdl}
-		if pdl {
-			cfg.SharedBytes = max(cfg.SharedBytes, stages[i].PDLShared)
+		if stages[i].Job() != job {
+			return launchStage(c, s, stages, devs, i, chainMode{pdl: true})
 		}
-		if err := c.Launch(d.fn, cfg, d.args); err != nil {
-			return fmt.Errorf("%s: %w", stages[i].Name, err)
+		in := x
+		if i > 0 {
+			in = devs[i-1].y
+		}
+		if err := launchRead(c, s, fn, cfg, devs[i], out, in, 4*stages[i].Cols, i > 0, true, false); err != nil {
+			return fmt.Errorf("%s as a read: %w", stages[i].Name, err)
 		}
 		return nil
 	})
@@ -817,20 +890,29 @@ func captureChain(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev
 // bytes) after it where x is set, its first loads issued before it where
 // early, and instantiates the graph.
 func captureReads(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfig, devs []chainDev, out, x gpu.DevPtr, pdl, wait, early bool) (gpu.GraphExec, error) {
+	return captureGraph(c, s, len(devs), func(i int) error {
+		return launchRead(c, s, fn, cfg, devs[i], out, x, chainReadX, pdl && i > 0, wait, early)
+	})
+}
+
+// launchRead launches the streaming read fn (chain_read) with cfg on s
+// over d's weights (rounded down to 16 bytes): with a PDL edge where pdl,
+// waiting at griddepcontrol.wait first where wait, reading xBytes of x
+// (rounded down to 16; none where x is 0) after it, its first loads issued
+// before it where early.
+func launchRead(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfig, d chainDev, out, x gpu.DevPtr, xBytes int, pdl, wait, early bool) error {
 	flag := func(b bool) int32 {
 		if b {
 			return 1
 		}
 		return 0
 	}
-	return captureGraph(c, s, len(devs), func(i int) error {
-		args, err := gpu.NewArgs(devs[i].w, uint32(devs[i].bytes/16), out, flag(wait), flag(early), x, uint32(chainReadX/16))
-		if err != nil {
-			return err
-		}
-		cfg.Stream, cfg.PDL = s, pdl && i > 0
-		return c.Launch(fn, cfg, args)
-	})
+	args, err := gpu.NewArgs(d.w, uint32(d.bytes/16), out, flag(wait), flag(early), x, uint32(xBytes/16))
+	if err != nil {
+		return err
+	}
+	cfg.Stream, cfg.PDL = s, pdl
+	return c.Launch(fn, cfg, args)
 }
 
 // captureGraph captures launch(0) … launch(n-1) on s into a graph and

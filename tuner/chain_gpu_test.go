@@ -15,7 +15,9 @@ import (
 // which a stage that read its x before the stage before had written it
 // would not give. Two trials run other variants in place of some stages:
 // one in another layout (its own copy of the weights), one for two shapes
-// at once; their stages are checked against the reference too.
+// at once; their stages are checked against the reference too. With PDL
+// edges each shape's stage also runs as a read of its bytes
+// (ChainOptions.Attribute), one timing per shape.
 func TestChainOnGPU(t *testing.T) {
 	needGPU(t)
 	infos, _ := gpu.Probe()
@@ -39,7 +41,7 @@ func TestChainOnGPU(t *testing.T) {
 		{Variants: []ChainVariant{{Format: "q4_0", Rows: 28672, Cols: 4096, Params: other}}},
 		{Variants: []ChainVariant{{Format: "q4_0", Rows: 4096, Cols: 4096, Params: bulk}, {Format: "q4_0", Rows: 4096, Cols: 14336, Params: other}}},
 	}
-	r, err := Chain(context.Background(), 0, stages, ChainOptions{PDL: pdl, Recorded: pdl, Reads: true, Trials: trials, Samples: 5})
+	r, err := Chain(context.Background(), 0, stages, ChainOptions{PDL: pdl, Recorded: pdl, Reads: true, Attribute: true, Trials: trials, Samples: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +66,21 @@ func TestChainOnGPU(t *testing.T) {
 			t.Fatalf("%s: %+v", rd.Mode, rd)
 		}
 		t.Logf("%s: %.1f µs per token, %.1f %% of the ceiling", rd.Mode, rd.MedianUS, rd.PctCeiling)
+	}
+	// With PDL edges, one token per shape with that shape's stages as
+	// reads; each shape runs one stage here.
+	wantAttr := 0
+	if pdl {
+		wantAttr = len(stages)
+	}
+	if len(r.Attribution) != wantAttr {
+		t.Fatalf("%d attribution timings, want %d: %+v", len(r.Attribution), wantAttr, r.Attribution)
+	}
+	for i, a := range r.Attribution {
+		if a.Job != stages[i].Job() || a.Stages != 1 || a.Bytes <= 0 || a.MedianUS <= 0 {
+			t.Fatalf("attribution %d: %+v, want %s %s", i, a, stages[i].Format, stages[i].Job().Shape())
+		}
+		t.Logf("%s as a read: %.1f µs per token (%.1f–%.1f)", a.Job.Shape(), a.MedianUS, a.LoUS, a.HiUS)
 	}
 	if r.CeilingBeforeGBs <= 0 || r.CeilingAfterGBs <= 0 || r.CeilingGBs != (r.CeilingBeforeGBs+r.CeilingAfterGBs)/2 {
 		t.Fatalf("ceilings %.0f before, %.0f after, %.0f used", r.CeilingBeforeGBs, r.CeilingAfterGBs, r.CeilingGBs)

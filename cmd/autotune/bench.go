@@ -22,7 +22,7 @@ func init() {
 
 const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--formats q4_0,...] [--shapes RxC,...] [--cache PATH] [--warm-l2]
        autotune bench --variants ID,... [--arch ...] [--formats ...] [--shapes ...] [--warm-l2]
-       autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N] [--compile] [--refine]
+       autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N] [--compile] [--refine | --attribute]
 
 Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
 and prints µs, GB/s and % of the read ceiling measured in the same run. The
@@ -45,6 +45,11 @@ few alone and the fastest of each staging form), interleaved with the
 token as tuned; the ones that made it faster beyond the intervals run
 together in a second run. It prints what each changed; nothing is
 recorded.
+With --chain --attribute (sm_90+), the tuned token with PDL edges is also
+run once per shape with that shape's GEMVs replaced by a streaming read of
+their weights that waits for the kernel before and then reads its own x,
+and a table per format says what each shape's GEMVs cost beyond such reads,
+per token and per GEMV: where the token's time over one read per stage goes.
 With --warm-l2 every launch reads one copy of the weights, as harnesses
 that replay one matrix do (ggml's test-backend-ops): below the L2 size the
 times are L2-warm, for like-for-like comparisons with such harnesses only.
@@ -65,6 +70,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	model := fs.String("model", defaultModel, "with --chain: the model preset whose token runs: "+strings.Join(presetNames(), ", "))
 	ordinal := fs.Int("gpu", 0, "with --chain: the GPU ordinal to run on")
 	compile := fs.Bool("compile", false, "with --chain: compile the tuned choices from this build's kernel source instead of running their stored cubins")
+	attribute := fs.Bool("attribute", false, "with --chain: also time the tuned token with each shape's GEMVs in turn replaced by a read of their bytes, and print what each shape's GEMVs cost beyond it (PDL edges, sm_90+)")
 	refine := fs.Bool("refine", false, "with --chain: try the cache's other candidates in the tuned token, each alone and the faster ones together, and print what each changes (nothing is recorded)")
 	warm := fs.Bool("warm-l2", false, "time over one copy of the weights (L2-warm below the L2 size), like ggml's test-backend-ops; not with --chain")
 	if help, err := parseArgs(fs, args, 0); help || err != nil {
@@ -90,12 +96,15 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("bench: --compile is for --chain (--variants always compiles)")
 	case *refine && !*chain:
 		return usagef("bench: --refine is for --chain")
+	case *attribute && (!*chain || *refine):
+		return usagef("bench: --attribute is for --chain without --refine")
 	}
 	if *ids != "" {
 		return benchVariants(ctx, *arch, fl, sl, *ids, *warm, stdout, stderr)
 	}
 	if *chain {
-		return benchChain(ctx, *model, fl, *cachePath, *ordinal, *compile, *refine, stdout, stderr)
+		return benchChain(ctx, chainRun{model: *model, formats: fl, cachePath: *cachePath, ordinal: *ordinal, compile: *compile, refine: *refine, attribute: *attribute},
+			stdout, stderr)
 	}
 	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: func(string) (string, bool) { return "", false }})
 	if pol != nil && pol.CacheErr != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/gemvtune/gemvtune"
 	"github.com/gemvtune/gemvtune/internal/gpu"
@@ -29,10 +30,21 @@ var chainChoices = []struct {
 	tuned bool
 }{{"stock", false}, {"tuned", true}}
 
-// benchChain runs one token of model for every format, in every mode, on
-// GPU ordinal, and prints a row per (format, mode).
-func benchChain(ctx context.Context, model string, formats []string, cachePath string, ordinal int, compile, refine bool, stdout, stderr io.Writer) error {
-	p, err := presetByName(model)
+// chainRun is what `bench --chain` was asked for.
+type chainRun struct {
+	model     string   // the preset whose token runs
+	formats   []string // each runs its own token
+	cachePath string   // the cache whose choices are the tuned token's
+	ordinal   int      // the GPU
+	compile   bool     // the tuned choices from this build's source, not their cubins
+	refine    bool     // try the cache's other candidates instead (refineTokens)
+	attribute bool     // also time each shape's GEMVs replaced by reads (tuner.ChainOptions.Attribute)
+}
+
+// benchChain runs one token of run.model for every format, in every mode,
+// on GPU run.ordinal, and prints a row per (format, mode).
+func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) error {
+	p, err := presetByName(run.model)
 	if err != nil {
 		return usagef("bench --chain: %v", err)
 	}
@@ -40,27 +52,31 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 	if err != nil {
 		return fmt.Errorf("bench --chain: %w", err)
 	}
-	if ordinal < 0 || ordinal >= len(gpus) {
-		return usagef("bench --chain: --gpu %d: this machine has GPUs 0..%d", ordinal, len(gpus)-1)
+	if run.ordinal < 0 || run.ordinal >= len(gpus) {
+		return usagef("bench --chain: --gpu %d: this machine has GPUs 0..%d", run.ordinal, len(gpus)-1)
 	}
-	g := gpus[ordinal]
-	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: cachePath, ContinueOnCacheError: true, GPUName: g.Name,
-		LookupEnv: func(string) (string, bool) { return "", false }, ServeStale: compile})
+	g := gpus[run.ordinal]
+	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: run.cachePath, ContinueOnCacheError: true, GPUName: g.Name,
+		LookupEnv: func(string) (string, bool) { return "", false }, ServeStale: run.compile})
 	if pol != nil && pol.CacheErr != nil {
 		fmt.Fprintf(stderr, "autotune: bench --chain: %v: the tuned rows run what lookups give without it (stock)\n", pol.CacheErr)
 	}
 	token := p.token()
-	if refine {
-		return refineTokens(ctx, pol, cachePath, g, ordinal, formats, token, compile, stdout, stderr)
+	if run.refine {
+		return refineTokens(ctx, pol, run.cachePath, g, run.ordinal, run.formats, token, run.compile, stdout, stderr)
 	}
-	fmt.Fprintf(stdout, "one token of %s (%d GEMVs) on GPU %d, %s\n", p.name, len(token), ordinal, g.Name)
+	fmt.Fprintf(stdout, "one token of %s (%d GEMVs) on GPU %d, %s\n", p.name, len(token), run.ordinal, g.Name)
 	// Fixed widths, not a tabwriter: the rows are printed as each token
 	// finishes (seconds each), and they must line up with the header all
 	// the same.
 	fmt.Fprintf(stdout, chainRow, "format", "mode", "µs/token", "95% CI µs", "MB/token", "ceiling GB/s", "bytes/ceiling µs", "% of ceiling", "GEMV tok/s", "max rel err")
 	pdl := g.Arch.Major >= 9
 	if !pdl {
-		fmt.Fprintf(stderr, "autotune: bench --chain: %s is %s: no PDL modes (programmatic dependent launch needs sm_90 or newer)\n", g.Name, g.Arch)
+		what := "no PDL modes"
+		if run.attribute {
+			what += " and no --attribute, which runs with PDL edges"
+		}
+		fmt.Fprintf(stderr, "autotune: bench --chain: %s is %s: %s (programmatic dependent launch needs sm_90 or newer)\n", g.Name, g.Arch, what)
 	}
 	row := func(f, mode string, r tuner.ChainResult, t tuner.ChainTiming) error {
 		_, err := fmt.Fprintf(stdout, chainRow, f, mode, fmt.Sprintf("%.1f", t.MedianUS), fmt.Sprintf("%.1f–%.1f", t.LoUS, t.HiUS),
@@ -69,13 +85,14 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 		return err
 	}
 	var verdicts []string
-	for _, f := range formats {
+	var attributions []string
+	for _, f := range run.formats {
 		for _, ch := range chainChoices {
-			stages, err := chainStages(pol, g.Arch.String(), f, token, ch.tuned, compile)
+			stages, err := chainStages(pol, g.Arch.String(), f, token, ch.tuned, run.compile)
 			if err != nil {
 				return fmt.Errorf("bench --chain %s: %w", f, err)
 			}
-			r, err := chainFn(ctx, ordinal, stages, tuner.ChainOptions{PDL: pdl, Recorded: pdl, Reads: ch.tuned})
+			r, err := chainFn(ctx, run.ordinal, stages, tuner.ChainOptions{PDL: pdl, Recorded: pdl, Reads: ch.tuned, Attribute: ch.tuned && run.attribute})
 			if err != nil {
 				return fmt.Errorf("bench --chain %s (%s): %w", f, ch.name, err)
 			}
@@ -100,15 +117,40 @@ func benchChain(ctx context.Context, model string, formats []string, cachePath s
 			if v, ok := readVerdict(f, modes, r.Reads); ok {
 				verdicts = append(verdicts, v)
 			}
+			if r.PDL != nil && len(r.Attribution) > 0 {
+				attributions = append(attributions, attributionTable(f, *r.PDL, r.Attribution))
+			}
 		}
 	}
-	for _, v := range verdicts {
+	for _, v := range append(verdicts, attributions...) {
 		if _, err := fmt.Fprintln(stdout, v); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// attributionTable says, per shape of format's tuned token with PDL edges
+// (pdl), what the token took with that shape's GEMVs run as reads of
+// their bytes (tuner.ChainAttribution), and what those GEMVs cost beyond
+// the reads: per token, per GEMV, and their sum over the shapes.
+func attributionTable(format string, pdl tuner.ChainTiming, attr []tuner.ChainAttribution) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s, tuned, PDL (%.1f µs): each shape's GEMVs in turn run as a read of their bytes that waits, then reads its own x\n", format, pdl.MedianUS)
+	fmt.Fprintf(&b, attributionRow, "shape", "GEMVs", "MB/token", "µs/token", "95% CI µs", "GEMVs over reads µs", "per GEMV µs")
+	total := 0.0
+	for _, a := range attr {
+		over := pdl.MedianUS - a.MedianUS
+		total += over
+		fmt.Fprintf(&b, attributionRow, a.Job.Shape(), fmt.Sprint(a.Stages), fmt.Sprintf("%.1f", float64(a.Bytes)/1e6), fmt.Sprintf("%.1f", a.MedianUS),
+			fmt.Sprintf("%.1f–%.1f", a.LoUS, a.HiUS), fmt.Sprintf("%.1f", over), fmt.Sprintf("%.2f", over/float64(a.Stages)))
+	}
+	fmt.Fprintf(&b, "%s: every shape's GEMVs together %.1f µs over their reads, %.1f %% of the token", format, total, 100*total/pdl.MedianUS)
+	return b.String()
+}
+
+// attributionRow is one line of attributionTable.
+const attributionRow = "%12s  %5s  %9s  %9s  %15s  %19s  %11s\n"
 
 // launchVerdict says how the tuned token of format should be launched,
 // from its timings without and with PDL edges (interleaved batches): the

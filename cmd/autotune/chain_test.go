@@ -118,7 +118,8 @@ func TestBenchChain(t *testing.T) {
 		t.Errorf("failed chain: %v", err)
 	}
 	var u usageError
-	for _, args := range [][]string{{"--chain", "--model", "gpt-9"}, {"--chain", "--warm-l2"}, {"--compile", "--formats", "q4_0"}} {
+	for _, args := range [][]string{{"--chain", "--model", "gpt-9"}, {"--chain", "--warm-l2"}, {"--compile", "--formats", "q4_0"},
+		{"--attribute"}, {"--chain", "--refine", "--attribute"}} {
 		if err := benchMain(context.Background(), args, &out, &errw); !errors.As(err, &u) {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
@@ -153,6 +154,82 @@ func TestBenchChainCompile(t *testing.T) {
 	}
 	if tuned != 3*32+1 {
 		t.Errorf("%d tuned stages, want the 97 of 4096 columns", tuned)
+	}
+}
+
+// With --attribute the tuned run (only) asks Chain for the attribution,
+// and a table per format follows the verdicts: each shape's token as
+// reads, and what its GEMVs cost over them, per token and per GEMV.
+func TestBenchChainAttribute(t *testing.T) {
+	path := cacheWith(t, testRecord(t, "sm_90", "q4_0", 28672, 4096, "r2f0u2s2w8l1"))
+	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
+		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA H200", Arch: gpu.Arch{Major: 9, Minor: 0}}}, nil
+	})
+	var asked []bool
+	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
+		asked = append(asked, opts.Attribute)
+		r := tuner.ChainResult{Stages: len(stages), ChainTiming: tuner.ChainTiming{MedianUS: 1250, LoUS: 1240, HiUS: 1260},
+			PDL: &tuner.ChainTiming{MedianUS: 1200, LoUS: 1195, HiUS: 1205}}
+		if opts.Attribute {
+			for i, a := range []struct {
+				rows, cols, n int
+				us            float64
+			}{{6144, 4096, 32, 1184}, {4096, 14336, 32, 1176}, {128256, 4096, 1, 1198.5}} {
+				r.Attribution = append(r.Attribution, tuner.ChainAttribution{Job: tuner.Job{Format: "q4_0", Rows: a.rows, Cols: a.cols},
+					Stages: a.n, Bytes: int64(1e6 * (i + 1)), ChainTiming: tuner.ChainTiming{MedianUS: a.us, LoUS: a.us - 1, HiUS: a.us + 1}})
+			}
+		}
+		return r, nil
+	})
+	var out, errw bytes.Buffer
+	if err := benchMain(context.Background(), []string{"--chain", "--attribute", "--formats", "q4_0", "--cache", path}, &out, &errw); err != nil {
+		t.Fatalf("%v (%s)", err, errw.String())
+	}
+	if !slices.Equal(asked, []bool{false, true}) {
+		t.Errorf("Attribute asked %v, want only of the tuned run", asked)
+	}
+	text := out.String()
+	table := text[strings.Index(text, "q4_0, tuned, PDL (1200.0 µs): each shape's GEMVs"):]
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	if len(lines) != 6 {
+		t.Fatalf("attribution table:\n%s", table)
+	}
+	for i, want := range [][]string{
+		{"shape", "GEMVs", "MB/token", "µs/token", "95% CI µs", "GEMVs over reads µs", "per GEMV µs"},
+		{"6144x4096", "32", "1.0", "1184.0", "1183.0–1185.0", "16.0", "0.50"},
+		{"4096x14336", "32", "2.0", "1176.0", "1175.0–1177.0", "24.0", "0.75"},
+		{"128256x4096", "1", "3.0", "1198.5", "1197.5–1199.5", "1.5", "1.50"},
+	} {
+		if got := strings.Fields(strings.NewReplacer("95% CI µs", "95%_CI_µs", "GEMVs over reads µs", "GEMVs_over_reads_µs", "per GEMV µs", "per_GEMV_µs").Replace(lines[i+1])); len(got) != len(want) {
+			t.Errorf("row %d: %q, want %q", i, lines[i+1], want)
+		} else {
+			for k := range want {
+				if strings.ReplaceAll(got[k], "_", " ") != want[k] {
+					t.Errorf("row %d column %d: %q, want %q", i, k, got[k], want[k])
+				}
+			}
+		}
+		if utf8.RuneCountInString(lines[i+1]) != utf8.RuneCountInString(lines[1]) {
+			t.Errorf("row %q is not as wide as the header %q", lines[i+1], lines[1])
+		}
+	}
+	if got, want := lines[5], "q4_0: every shape's GEMVs together 41.5 µs over their reads, 3.5 % of the token"; got != want {
+		t.Errorf("sum %q, want %q", got, want)
+	}
+	// Before sm_90 there is no attribution, and stderr says why.
+	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
+		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA A100-SXM4-80GB", Arch: gpu.Arch{Major: 8, Minor: 0}}}, nil
+	})
+	out.Reset()
+	errw.Reset()
+	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
+		return tuner.ChainResult{Stages: len(stages), ChainTiming: tuner.ChainTiming{MedianUS: 1250, LoUS: 1240, HiUS: 1260}}, nil
+	})
+	if err := benchMain(context.Background(), []string{"--chain", "--attribute", "--formats", "q4_0", "--cache", path}, &out, &errw); err != nil {
+		t.Fatalf("sm_80: %v (%s)", err, errw.String())
+	}
+	if !strings.Contains(errw.String(), "no --attribute, which runs with PDL edges") || strings.Contains(out.String(), "GEMVs over reads") {
+		t.Errorf("sm_80: stderr %q, stdout:\n%s", errw.String(), out.String())
 	}
 }
 
