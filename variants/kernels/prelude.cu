@@ -486,7 +486,7 @@ __device__ __forceinline__ void gemv_bulk(u32 dst, const void* src, u32 bytes, u
                  :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(gemv_weight_policy()) : "memory");
 }
 // The bytes of each of its first rows that an s=3 warp prefetches to
-// L2 before griddepcontrol.wait (s=3). Weights are nobody's output, and a
+// L2 before griddepcontrol.wait. Weights are nobody's output, and a
 // prefetch returns nothing, so it cannot read early what the wait guards.
 // In a PDL chain it starts the first rows during the kernel before's
 // tail; x, an L2 hit every block waits for, is served behind whatever was
@@ -500,9 +500,9 @@ __device__ __forceinline__ void gemv_bulk(u32 dst, const void* src, u32 bytes, u
 // row0 .. row0+GEMV_R-1 below rows: eight lanes a row, one 128-byte line
 // each per kilobyte. Plain line prefetches rather than one bulk prefetch
 // per row by lane 0 (cp.async.bulk.prefetch.L2), which queues on the SM's
-// bulk-copy unit ahead of the ring's first copies: on the H200 the q4_K
-// token with PDL edges took 0.4 % less time, q4_0's the same
-// (docs/results.md, "seventeenth lease").
+// bulk-copy unit ahead of the ring's first copies: on the H200 the q4_0
+// token with PDL edges took 0.1-0.5 % less time, q4_K's 0.3-0.4 %, q8_0's
+// and bf16's the same (docs/results.md, "seventeenth lease").
 __device__ __forceinline__ void gemv_prefetch_first_rows(const unsigned char* W, size_t rowBytes,
                                                          int row0, int rows, int lane) {
     const size_t bytes = min((size_t)GEMV_EARLY_L2_BYTES, rowBytes);
