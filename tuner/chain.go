@@ -503,23 +503,23 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			return nil
 		}
 		cfg := gpu.LaunchConfig{Grid: readLaunch.Grid, Block: readLaunch.Block, SharedBytes: pinned}
+		index := map[Job]int{} // into res.Attribution
 		for i, st := range stages {
-			if slices.ContainsFunc(res.Attribution, func(a ChainAttribution) bool { return a.Job == st.Job() }) {
-				continue
+			k, ok := index[st.Job()]
+			if !ok {
+				k = len(res.Attribution)
+				index[st.Job()] = k
+				res.Attribution = append(res.Attribution, ChainAttribution{Job: st.Job()})
 			}
-			a := ChainAttribution{Job: st.Job()}
-			for k, other := range stages[i:] {
-				if other.Job() == a.Job {
-					a.Stages++
-					a.Bytes += int64(devs[i+k].bytes)
-				}
-			}
+			res.Attribution[k].Stages++
+			res.Attribution[k].Bytes += int64(devs[i].bytes)
+		}
+		for _, a := range res.Attribution {
 			g, err := captureAttribution(c, s, stages, devs, a.Job, fn, cfg, readOut, x)
 			if err != nil {
 				return err
 			}
 			attrGraphs = append(attrGraphs, g)
-			res.Attribution = append(res.Attribution, a)
 		}
 		return nil
 	})
