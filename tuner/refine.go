@@ -9,6 +9,7 @@ import (
 	"github.com/gemvtune/gemvtune/cache"
 	"github.com/gemvtune/gemvtune/internal/gpu"
 	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/variants"
 )
 
 // chainRun is Chain, behind a variable so tests of RefineChain can use a
@@ -147,9 +148,13 @@ func modeTiming(r ChainResult, pdl bool) ChainTiming {
 
 // refineFastest is how many of a decision's fastest verified candidates
 // (launched alone, besides its choice) are tried in the token; the
-// fastest of each staging form (knob s) not among them is tried too,
-// since the forms start and end differently against the kernels around
-// them.
+// fastest of each staging form (knob s) and of each grid share
+// (GridShare) not among them is tried too, since those start and end
+// differently against the kernels around them. On the H200 the token has
+// chosen both ways at q4_0's gate_up (28672x4096): a grid of two blocks
+// per SM, sixth fastest alone, over the one-per-SM winner (0.5–0.7 % per
+// token), and on another machine the reverse (docs/results.md,
+// "eighteenth lease").
 const refineFastest = 3
 
 // Measured is what PickAlternatives needs of a measured candidate (a
@@ -165,9 +170,9 @@ type Measured struct {
 // in place of chosen: verified ones other than chosen and stock, exact
 // ones only when chosen is exact (its class among cands; stock, or a
 // variant not among them, counts as exact), the refineFastest fastest
-// launched alone, then the fastest of each staging form that neither
-// chosen nor those have.
-func PickAlternatives(cands []Measured, chosen space.Params) []space.Params {
+// launched alone, then the fastest of each staging form and of each grid
+// share (share(p), GridShare) that neither chosen nor those have.
+func PickAlternatives(cands []Measured, chosen space.Params, share func(space.Params) int) []space.Params {
 	chosenClass := cache.ClassExact
 	if i := slices.IndexFunc(cands, func(c Measured) bool { return c.Params == chosen }); i >= 0 && !chosen.IsStock() {
 		chosenClass = cands[i].Class
@@ -181,21 +186,39 @@ func PickAlternatives(cands []Measured, chosen space.Params) []space.Params {
 	}
 	slices.SortStableFunc(ok, func(a, b Measured) int { return cmp.Compare(a.MedianUS, b.MedianUS) })
 	staging := map[int]bool{chosen.S: true}
+	shares := map[int]bool{share(chosen): true}
 	var out []space.Params
 	for i, c := range ok {
-		if i < refineFastest || !staging[c.Params.S] {
+		if sh := share(c.Params); i < refineFastest || !staging[c.Params.S] || !shares[sh] {
 			out = append(out, c.Params)
-			staging[c.Params.S] = true
+			staging[c.Params.S], shares[sh] = true, true
 		}
 	}
 	return out
 }
 
+// GridShare is the class of p's grid at job on a GPU of sms SMs that
+// PickAlternatives tells apart: its even share of blocks per SM,
+// ceil(blocks / sms), as 1, 2, or 3 for three and more (a grid of
+// several waves). A PDL launch pins its blocks to that share
+// (pinnedShared), which decides whether a block of the kernel before
+// can still be resident beside one of its own.
+func GridShare(job Job, p space.Params, sms int) int {
+	fam, err := variants.FamilyOf(job.Format)
+	if err != nil || sms <= 0 {
+		return 0
+	}
+	g := fam.Launch(p, job.Rows, job.Cols).Grid
+	blocks := int(g[0] * g[1] * g[2])
+	return min((blocks+sms-1)/sms, 3)
+}
+
 // Alternatives is PickAlternatives as the variants that run every stage
 // of job in a ChainTrial.
-func Alternatives(job Job, cands []Measured, chosen space.Params) []ChainVariant {
+func Alternatives(job Job, cands []Measured, chosen space.Params, sms int) []ChainVariant {
 	var out []ChainVariant
-	for _, p := range PickAlternatives(cands, chosen) {
+	share := func(p space.Params) int { return GridShare(job, p, sms) }
+	for _, p := range PickAlternatives(cands, chosen, share) {
 		out = append(out, ChainVariant{Format: job.Format, Rows: job.Rows, Cols: job.Cols, Params: p})
 	}
 	return out
@@ -234,18 +257,18 @@ func applyRefinement(ds []Decision, ref Refinement, model string, pdl bool) []De
 	return changed
 }
 
-// ordinalOf returns the ordinal of the local GPU with uuid.
-func ordinalOf(uuid string) (int, error) {
+// infoOf returns the local GPU with uuid.
+func infoOf(uuid string) (gpu.Info, error) {
 	infos, err := gpu.Probe()
 	if err != nil {
-		return 0, err
+		return gpu.Info{}, err
 	}
 	for _, in := range infos {
 		if in.UUID == uuid {
-			return in.Ordinal, nil
+			return in, nil
 		}
 	}
-	return 0, fmt.Errorf("refine: no local GPU is %s, which measured the decisions", uuid)
+	return gpu.Info{}, fmt.Errorf("refine: no local GPU is %s, which measured the decisions", uuid)
 }
 
 // TokenChoice says that a decision's winner was chosen in a decoded
@@ -280,7 +303,7 @@ func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds 
 			return nil, Refinement{}, fmt.Errorf("refine: the token's decisions were measured on GPUs of different models (%s, %s); a token runs on one", model0, m)
 		}
 	}
-	ordinal, err := ordinalOf(uuid)
+	info, err := infoOf(uuid)
 	if err != nil {
 		return nil, Refinement{}, err
 	}
@@ -302,12 +325,12 @@ func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds 
 		for j, c := range d.Candidates {
 			cands[j] = Measured{c.Params, c.Class, string(c.Status), c.MedianUS}
 		}
-		alts = append(alts, Alternatives(k, cands, st.Params)...)
+		alts = append(alts, Alternatives(k, cands, st.Params, info.SMs)...)
 	}
 	if len(alts) == 0 {
 		return nil, Refinement{}, nil
 	}
-	ref, err := RefineChain(ctx, ordinal, stages, alts, opts)
+	ref, err := RefineChain(ctx, info.Ordinal, stages, alts, opts)
 	if err != nil || ref.Chosen == nil {
 		return nil, ref, err
 	}

@@ -105,8 +105,8 @@ func TestRefineChain(t *testing.T) {
 }
 
 // PickAlternatives takes the fastest verified candidates but the chosen
-// one and stock, then the fastest of each staging form not yet in; an
-// exact choice gets exact alternatives only.
+// one and stock, then the fastest of each staging form and grid share not
+// yet in; an exact choice gets exact alternatives only.
 func TestPickAlternatives(t *testing.T) {
 	m := func(id, class, status string, us float64) Measured {
 		p, err := space.Parse(id)
@@ -129,6 +129,7 @@ func TestPickAlternatives(t *testing.T) {
 		m("r2f0u2s0w8", "exact", "ok", 5.0),
 		m("r2f0u1s0w8", "exact", "pruned", 0),
 	}
+	oneShare := func(space.Params) int { return 1 }
 	for _, tc := range []struct {
 		class, want string
 	}{
@@ -137,7 +138,7 @@ func TestPickAlternatives(t *testing.T) {
 	} {
 		cands[0].Class = tc.class // the choice's class decides
 		var got []string
-		for _, p := range PickAlternatives(cands, cands[0].Params) {
+		for _, p := range PickAlternatives(cands, cands[0].Params, oneShare) {
 			got = append(got, p.ID())
 		}
 		if strings.Join(got, " ") != tc.want {
@@ -146,11 +147,43 @@ func TestPickAlternatives(t *testing.T) {
 	}
 	// A choice not among the candidates counts as exact.
 	var got []string
-	for _, p := range PickAlternatives(cands[1:], cands[0].Params) {
+	for _, p := range PickAlternatives(cands[1:], cands[0].Params, oneShare) {
 		got = append(got, p.ID())
 	}
 	if want := "r1f0u2s3w8l2 r2f0u4s3w8l2 r2f0u2s2w8l1 r2f0u2s1w8 r2f0u2s0w8"; strings.Join(got, " ") != want {
 		t.Errorf("choice without a candidate: alternatives %v, want %s", got, want)
+	}
+	// The grid shares of q4_0 at 28672x4096 on 132 SMs: the choice's
+	// (r4 w8 g7: 128 blocks) is 1; the fastest of share 2 (r1 w16 g7: 256)
+	// and of 3+ (r1 w8 g7: 512, r2 w8: 1792) come in after the three
+	// fastest, the slower ones of a share already in do not.
+	gate := Job{Format: "q4_0", Rows: 28672, Cols: 4096}
+	grids := []Measured{
+		m("r4f0u2s3w8g7l2a1", "tolerance", "ok", 16.84), // the choice
+		m("r2f0u2s3w16g7l2a1", "tolerance", "ok", 17.00),
+		m("r6f0u2s3w8g5l2a1", "tolerance", "ok", 17.14),
+		m("r8f0u2s3w8g4l2a1", "tolerance", "ok", 17.39),
+		m("r1f0u2s3w8g7l2a1", "tolerance", "ok", 17.40),
+		m("r3f0u2s3w16g5l2a1", "tolerance", "ok", 17.44),
+		m("r1f0u2s3w16g7l2a1", "tolerance", "ok", 17.47),
+		m("r1f0u8s3w8g14l2a1", "tolerance", "ok", 17.56),
+		m("r2f0u2s3w8l2a1", "tolerance", "ok", 19.0),
+	}
+	for _, c := range []struct {
+		id   string
+		want int
+	}{{"r4f0u2s3w8g7l2a1", 1}, {"r1f0u2s3w16g7l2a1", 2}, {"r1f0u8s3w8g14l2a1", 2}, {"r1f0u2s3w8g7l2a1", 3}, {"r2f0u2s3w8l2a1", 3}} {
+		p, _ := space.Parse(c.id)
+		if got := GridShare(gate, p, 132); got != c.want {
+			t.Errorf("GridShare(%s) = %d, want %d", c.id, got, c.want)
+		}
+	}
+	got = nil
+	for _, v := range Alternatives(gate, grids, grids[0].Params, 132) {
+		got = append(got, v.Params.ID())
+	}
+	if want := "r2f0u2s3w16g7l2a1 r6f0u2s3w8g5l2a1 r8f0u2s3w8g4l2a1 r1f0u2s3w8g7l2a1 r1f0u2s3w16g7l2a1"; strings.Join(got, " ") != want {
+		t.Errorf("grid shares: alternatives %v, want %s", got, want)
 	}
 }
 

@@ -22,7 +22,7 @@ func init() {
 
 const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--formats q4_0,...] [--shapes RxC,...] [--cache PATH] [--warm-l2]
        autotune bench --variants ID,... [--arch ...] [--formats ...] [--shapes ...] [--warm-l2]
-       autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N] [--compile] [--refine | --attribute]
+       autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N] [--compile] [--refine [--try F:RxC:ID,...] | --attribute]
 
 Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
 and prints µs, GB/s and % of the read ceiling measured in the same run. The
@@ -44,7 +44,9 @@ cache's other candidates for a shape in place of its choice (the fastest
 few alone and the fastest of each staging form), interleaved with the
 token as tuned; the ones that made it faster beyond the intervals run
 together in a second run. It prints what each changed; nothing is
-recorded.
+recorded. --try FORMAT:ROWSxCOLS:ID,... tries those variants instead of
+the cache's candidates, each at a shape of the token (compiled from this
+build's source), e.g. --try q4_0:28672x4096:r2f0u2s3w16g4l2a1.
 With --chain --attribute (sm_90+), the tuned token with PDL edges is also
 run once per shape with that shape's GEMVs replaced by a streaming read of
 their weights that waits for the kernel before and then reads its own x,
@@ -72,6 +74,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	compile := fs.Bool("compile", false, "with --chain: compile the tuned choices from this build's kernel source instead of running their stored cubins")
 	attribute := fs.Bool("attribute", false, "with --chain: also time the tuned token with each shape's GEMVs in turn replaced by a read of their bytes, and print what each shape's GEMVs cost beyond it (PDL edges, sm_90+)")
 	refine := fs.Bool("refine", false, "with --chain: try the cache's other candidates in the tuned token, each alone and the faster ones together, and print what each changes (nothing is recorded)")
+	try := fs.String("try", "", "with --chain --refine: try these variants instead of the cache's candidates, FORMAT:ROWSxCOLS:ID, comma-separated")
 	warm := fs.Bool("warm-l2", false, "time over one copy of the weights (L2-warm below the L2 size), like ggml's test-backend-ops; not with --chain")
 	if help, err := parseArgs(fs, args, 0); help || err != nil {
 		return err
@@ -98,12 +101,18 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("bench: --refine is for --chain")
 	case *attribute && (!*chain || *refine):
 		return usagef("bench: --attribute is for --chain without --refine")
+	case *try != "" && !*refine:
+		return usagef("bench: --try is for --chain --refine")
+	}
+	tries, err := parseTries(*try, fl)
+	if err != nil {
+		return usagef("bench: --try: %v", err)
 	}
 	if *ids != "" {
 		return benchVariants(ctx, *arch, fl, sl, *ids, *warm, stdout, stderr)
 	}
 	if *chain {
-		return benchChain(ctx, chainRun{model: *model, formats: fl, cachePath: *cachePath, ordinal: *ordinal, compile: *compile, refine: *refine, attribute: *attribute},
+		return benchChain(ctx, chainRun{model: *model, formats: fl, cachePath: *cachePath, ordinal: *ordinal, compile: *compile, refine: *refine, tries: tries, attribute: *attribute},
 			stdout, stderr)
 	}
 	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: func(string) (string, bool) { return "", false }})

@@ -32,13 +32,14 @@ var chainChoices = []struct {
 
 // chainRun is what `bench --chain` was asked for.
 type chainRun struct {
-	model     string   // the preset whose token runs
-	formats   []string // each runs its own token
-	cachePath string   // the cache whose choices are the tuned token's
-	ordinal   int      // the GPU
-	compile   bool     // the tuned choices from this build's source, not their cubins
-	refine    bool     // try the cache's other candidates instead (refineTokens)
-	attribute bool     // also time each shape's GEMVs replaced by reads (tuner.ChainOptions.Attribute)
+	model     string               // the preset whose token runs
+	formats   []string             // each runs its own token
+	cachePath string               // the cache whose choices are the tuned token's
+	ordinal   int                  // the GPU
+	compile   bool                 // the tuned choices from this build's source, not their cubins
+	refine    bool                 // try the cache's other candidates instead (refineTokens)
+	tries     []tuner.ChainVariant // with refine: the variants to try instead of the cache's candidates
+	attribute bool                 // also time each shape's GEMVs replaced by reads (tuner.ChainOptions.Attribute)
 }
 
 // benchChain runs one token of run.model for every format, in every mode,
@@ -63,7 +64,7 @@ func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) err
 	}
 	token := p.token()
 	if run.refine {
-		return refineTokens(ctx, pol, run.cachePath, g, run.ordinal, run.formats, token, run.compile, stdout, stderr)
+		return refineTokens(ctx, pol, run, g, token, stdout, stderr)
 	}
 	fmt.Fprintf(stdout, "one token of %s (%d GEMVs) on GPU %d, %s\n", p.name, len(token), run.ordinal, g.Name)
 	// Fixed widths, not a tabwriter: the rows are printed as each token

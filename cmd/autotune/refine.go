@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/gemvtune/gemvtune"
@@ -11,6 +12,7 @@ import (
 	"github.com/gemvtune/gemvtune/internal/gpu"
 	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/tuner"
+	"github.com/gemvtune/gemvtune/variants"
 )
 
 // refineFn is tuner.RefineChain, behind a variable so tests can use a
@@ -21,7 +23,7 @@ var refineFn = tuner.RefineChain
 // cache's other candidates worth trying in the token
 // (tuner.PickAlternatives), read from the record of that key; the shapes
 // without a record are named in missing.
-func refineAlternatives(db *cache.DB, arch, model string, stages []tuner.ChainStage) (alts []tuner.ChainVariant, missing []string) {
+func refineAlternatives(db *cache.DB, arch, model string, sms int, stages []tuner.ChainStage) (alts []tuner.ChainVariant, missing []string) {
 	seen := map[cache.Key]bool{}
 	for _, st := range stages {
 		k := cache.Key{Arch: arch, Model: model, Format: st.Format, Rows: st.Rows, Cols: st.Cols}
@@ -38,23 +40,89 @@ func refineAlternatives(db *cache.DB, arch, model string, stages []tuner.ChainSt
 		for i, c := range rec.Candidates {
 			cands[i] = tuner.Measured{Params: c.Params, Class: c.Class, Status: c.Status, MedianUS: c.MedianUS}
 		}
-		alts = append(alts, tuner.Alternatives(st.Job(), cands, st.Params)...)
+		alts = append(alts, tuner.Alternatives(st.Job(), cands, st.Params, sms)...)
 	}
 	return alts, missing
 }
 
+// parseTries parses bench --try: FORMAT:ROWSxCOLS:ID items, comma-separated,
+// each a variant of one of formats that its family can run at that shape.
+func parseTries(list string, formats []string) ([]tuner.ChainVariant, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var out []tuner.ChainVariant
+	for _, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		parts := strings.Split(item, ":")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%q: want FORMAT:ROWSxCOLS:ID, e.g. q4_0:28672x4096:r2f0u2s3w16g4l2a1", item)
+		}
+		if !slices.Contains(formats, parts[0]) {
+			return nil, fmt.Errorf("%q: format %s is not among --formats (%s)", item, parts[0], strings.Join(formats, ","))
+		}
+		sh, err := space.ParseShape(parts[1])
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", item, err)
+		}
+		p, err := space.Parse(parts[2])
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", item, err)
+		}
+		fam, err := variants.FamilyOf(parts[0])
+		if err != nil {
+			return nil, fmt.Errorf("%q: %v", item, err)
+		}
+		if _, err := fam.Source(p); err != nil {
+			return nil, fmt.Errorf("%q: %v", item, err)
+		}
+		if err := fam.Gate(p, sh.Rows, sh.Cols); err != nil {
+			return nil, fmt.Errorf("%q: %v", item, err)
+		}
+		out = append(out, tuner.ChainVariant{Format: parts[0], Rows: sh.Rows, Cols: sh.Cols, Params: p})
+	}
+	return out, nil
+}
+
+// triesOf returns the tries of format; an error names a try whose shape
+// is not one of the token's stages.
+func triesOf(tries []tuner.ChainVariant, format string, stages []tuner.ChainStage) ([]tuner.ChainVariant, error) {
+	var out []tuner.ChainVariant
+	for _, v := range tries {
+		if v.Format != format {
+			continue
+		}
+		if !slices.ContainsFunc(stages, func(st tuner.ChainStage) bool { return st.Job() == v.Job() }) {
+			var shapes []string
+			for _, st := range stages {
+				if s := fmt.Sprintf("%dx%d", st.Rows, st.Cols); !slices.Contains(shapes, s) {
+					shapes = append(shapes, s)
+				}
+			}
+			return nil, usagef("bench: --try %s:%dx%d: not a shape of the token; its shapes: %s", format, v.Rows, v.Cols, strings.Join(shapes, ", "))
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 // refineToken times the tuned token of format with each alternative in
-// place (tuner.RefineChain) and prints what it found.
-func refineToken(ctx context.Context, db *cache.DB, arch, model string, ordinal int, pdl bool, format string, stages []tuner.ChainStage, stdout, stderr io.Writer) error {
-	alts, missing := refineAlternatives(db, arch, model, stages)
-	for _, m := range missing {
-		fmt.Fprintf(stderr, "autotune: bench --chain --refine %s: no alternatives for %s\n", format, m)
+// place (tuner.RefineChain) and prints what it found. The alternatives
+// are tries where given, else the cache's other candidates.
+func refineToken(ctx context.Context, db *cache.DB, arch, model string, g gpu.Info, pdl bool, format string, stages []tuner.ChainStage, tries []tuner.ChainVariant, stdout, stderr io.Writer) error {
+	alts := tries
+	if alts == nil {
+		var missing []string
+		alts, missing = refineAlternatives(db, arch, model, g.SMs, stages)
+		for _, m := range missing {
+			fmt.Fprintf(stderr, "autotune: bench --chain --refine %s: no alternatives for %s\n", format, m)
+		}
 	}
 	if len(alts) == 0 {
 		_, err := fmt.Fprintf(stdout, "%s, refine: no alternatives in the cache\n", format)
 		return err
 	}
-	r, err := refineFn(ctx, ordinal, stages, alts, tuner.RefineOptions{PDL: pdl})
+	r, err := refineFn(ctx, g.Ordinal, stages, alts, tuner.RefineOptions{PDL: pdl})
 	if err != nil {
 		return fmt.Errorf("bench --chain --refine %s: %w", format, err)
 	}
@@ -113,21 +181,36 @@ func variantList(vs []tuner.ChainVariant) string {
 
 // refineTokens is bench --chain --refine: for each format, the tuned
 // token of the cache's choices for GPU g, refined (refineToken).
-func refineTokens(ctx context.Context, pol *gemvtune.Policy, cachePath string, g gpu.Info, ordinal int, formats []string, token []tokenGEMV, compile bool, stdout, stderr io.Writer) error {
-	db, err := openReader(cachePath)
+func refineTokens(ctx context.Context, pol *gemvtune.Policy, run chainRun, g gpu.Info, token []tokenGEMV, stdout, stderr io.Writer) error {
+	db, err := openReader(run.cachePath)
 	if err != nil {
 		return fmt.Errorf("bench --chain --refine: %w", err)
 	}
 	defer db.Close()
 	arch, model := g.Arch.String(), cache.NormalizeModel(g.Name)
 	pdl := g.Arch.Major >= 9
-	fmt.Fprintf(stdout, "one token of %d GEMVs on GPU %d, %s: the tuned choices against the cache's other candidates, in the token\n", len(token), ordinal, g.Name)
-	for _, f := range formats {
-		stages, err := chainStages(pol, arch, f, token, true, compile)
-		if err != nil {
+	// Every format's stages and tries first: a --try the token has no
+	// stage for is an error before any GPU work.
+	stages := make([][]tuner.ChainStage, len(run.formats))
+	tries := make([][]tuner.ChainVariant, len(run.formats))
+	for i, f := range run.formats {
+		if stages[i], err = chainStages(pol, arch, f, token, true, run.compile); err != nil {
 			return fmt.Errorf("bench --chain --refine %s: %w", f, err)
 		}
-		if err := refineToken(ctx, db, arch, model, ordinal, pdl, f, stages, stdout, stderr); err != nil {
+		if tries[i], err = triesOf(run.tries, f, stages[i]); err != nil {
+			return err
+		}
+	}
+	against := "the cache's other candidates"
+	if run.tries != nil {
+		against = "the variants of --try"
+	}
+	fmt.Fprintf(stdout, "one token of %d GEMVs on GPU %d, %s: the tuned choices against %s, in the token\n", len(token), run.ordinal, g.Name, against)
+	for i, f := range run.formats {
+		if run.tries != nil && tries[i] == nil {
+			continue
+		}
+		if err := refineToken(ctx, db, arch, model, g, pdl, f, stages[i], tries[i], stdout, stderr); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -163,5 +164,54 @@ func TestTuneRefineGroups(t *testing.T) {
 	}
 	if !strings.Contains(errw.String(), "autotune: refine q8_0: 128256x4096 was not tuned in this run: not refined") {
 		t.Errorf("stderr: %s", errw.String())
+	}
+}
+
+// bench --chain --refine --try runs the token with exactly the variants
+// given, and refuses a try it cannot run before touching a GPU.
+func TestBenchChainTry(t *testing.T) {
+	path := cacheWith(t, testRecord(t, "sm_90", "q4_0", 4096, 4096, "r2f0u2s2w8l1"))
+	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
+		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA H200", Arch: gpu.Arch{Major: 9, Minor: 0}}}, nil
+	})
+	var gotAlts []tuner.ChainVariant
+	swap(t, &refineFn, func(_ context.Context, _ int, _ []tuner.ChainStage, alts []tuner.ChainVariant, _ tuner.RefineOptions) (tuner.Refinement, error) {
+		gotAlts = alts
+		return tuner.Refinement{Base: tuner.ChainTiming{MedianUS: 1160}}, nil
+	})
+	var out, errw bytes.Buffer
+	args := []string{"--chain", "--refine", "--formats", "q4_0,q4_K", "--cache", path, "--try", "q4_0:28672x4096:r2f0u2s3w16g4l2a1, q4_0:4096x14336:r1f0u2s3w16l2a1"}
+	if err := benchMain(context.Background(), args, &out, &errw); err != nil {
+		t.Fatalf("%v (%s)", err, errw.String())
+	}
+	want := []string{"28672x4096 r2f0u2s3w16g4l2a1", "4096x14336 r1f0u2s3w16l2a1"}
+	if len(gotAlts) != len(want) {
+		t.Fatalf("alternatives %+v, want %v", gotAlts, want)
+	}
+	for i, w := range want {
+		if got := fmt.Sprintf("%dx%d %s", gotAlts[i].Rows, gotAlts[i].Cols, gotAlts[i].Params.ID()); got != w || gotAlts[i].Format != "q4_0" {
+			t.Errorf("alternative %d: %s %s, want q4_0 %s", i, gotAlts[i].Format, got, w)
+		}
+	}
+	// q4_K has no try: its token does not run.
+	if !strings.Contains(out.String(), "against the variants of --try") || strings.Contains(out.String(), "q4_K, refine") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	for _, c := range []struct{ try, want string }{
+		{"q4_0:28672x4096", "want FORMAT:ROWSxCOLS:ID"},
+		{"q8_0:28672x4096:r1f0u2s1w8", "format q8_0 is not among --formats (q4_0)"},
+		{"q4_0:28672:r1f0u2s1w8", "28672"},
+		{"q4_0:28672x4096:r1f0", "r1f0"},
+		{"q4_0:28672x4096:r1f0u2s1w8l9", "l"},
+		{"q4_0:1024x1024:r1f0u2s1w8", "not a shape of the token; its shapes: 6144x4096, 4096x4096, 28672x4096, 4096x14336, 128256x4096"},
+	} {
+		gotAlts = nil
+		err := benchMain(context.Background(), []string{"--chain", "--refine", "--formats", "q4_0", "--cache", path, "--try", c.try}, &out, &errw)
+		if err == nil || !strings.Contains(err.Error(), c.want) || gotAlts != nil {
+			t.Errorf("--try %s: %v (ran: %v), want an error with %q", c.try, err, gotAlts != nil, c.want)
+		}
+	}
+	if err := benchMain(context.Background(), []string{"--chain", "--try", "q4_0:4096x4096:r1f0u2s1w8"}, &out, &errw); err == nil || !strings.Contains(err.Error(), "--try is for --chain --refine") {
+		t.Errorf("--try without --refine: %v", err)
 	}
 }
