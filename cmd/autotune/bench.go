@@ -43,10 +43,10 @@ With --chain --refine, the tuned token instead runs with each of the
 cache's other candidates for a shape in place of its choice (the fastest
 few alone and the fastest of each staging form and grid share),
 interleaved with the token as tuned; the ones that made it faster beyond
-the intervals run together in a second run. It prints what each changed; nothing is
-recorded. --try FORMAT:ROWSxCOLS:ID,... tries those variants instead of
-the cache's candidates, each at a shape of the token (compiled from this
-build's source), e.g. --try q4_0:28672x4096:r2f0u2s3w16g4l2a1.
+the intervals run together in a second run. It prints what each changed;
+nothing is recorded. --try FORMAT:ROWSxCOLS:ID,... tries those variants
+instead of the cache's candidates, each at a shape of the token (compiled
+from this build's source), e.g. --try q4_0:28672x4096:r2f0u2s3w16g4l2a1.
 With --chain --attribute (sm_90+), the tuned token with PDL edges is also
 run once per shape with that shape's GEMVs replaced by a streaming read of
 their weights that waits for the kernel before and then reads its own x,
