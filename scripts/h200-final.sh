@@ -47,6 +47,14 @@
 #           bench` runs of two q4_0 variants at 1024x4096 and 4096x4096,
 #           each measuring its own ceiling and read (docs/decisions.md, "The
 #           same-bytes read takes its fastest launch"): $OUT/read.txt
+#   twogpu  issue 16 on nvidia-h200-x2: `autotune doctor`, the same cold
+#           tune of llama-3-8b on GPU 0 alone (CUDA_VISIBLE_DEVICES=0) and
+#           on both (each with its own compile cache, so both compile
+#           cold), their walls, the decisions per GPU UUID, `autotune
+#           compare` of the two; then the two-GPU tune interrupted by
+#           SIGINT halfway through its wall and run again, with every
+#           entry the interrupted run finished checked in the resumed
+#           cache: $OUT/twogpu_*
 #   gguf    `autotune --gguf` of the Q4_K_M and Q5_K_M test files that
 #           `mkdir -p .gpubin/gguf && GEMV_WRITE_GGUF=$PWD/.gpubin/gguf go
 #           test ./cmd/autotune -run TestGGUFFileTypes` wrote (every
@@ -177,6 +185,32 @@ sass)
 		cuobjdump -sass $f | grep -E '^ +/\*[0-9a-f]+\*/ +(@!?U?P[0-9T] +)?(UBLKCP|LDGSTS|LDG)' | sed 's#^ */\*[0-9a-f]*\*/ *##; s# */\*.*##' | head -3
 	done > $OUT/sass.txt
 	grep -c . $OUT/sass.txt
+	;;
+twogpu)
+	n=$(nvidia-smi -L | wc -l)
+	[ "$n" -ge 2 ] || { echo "twogpu needs two GPUs; this machine has $n" >&2; exit 1; }
+	$A doctor > $OUT/twogpu_doctor.txt 2>&1; echo "doctor exit $?"; grep -i "gpu" $OUT/twogpu_doctor.txt | head -4
+	for run in one two; do
+		vis=0; [ $run = two ] && vis=0,1
+		t0=$(date +%s%N)
+		CUDA_VISIBLE_DEVICES=$vis XDG_CACHE_HOME=/tmp/xdg-$run timeout 400 $A --arch sm_90 --model llama-3-8b --json --cache /tmp/twogpu-$run.db 2>$OUT/twogpu_$run.err | gzip -c > $OUT/twogpu_$run.json.gz
+		echo "$run GPU(s) exit ${PIPESTATUS[0]} wall $(( ($(date +%s%N) - t0) / 1000000 )) ms" | tee -a $OUT/twogpu_wall.txt
+		echo "$run: decisions per GPU: $(zcat $OUT/twogpu_$run.json.gz | grep -o '"gpu_uuid": *"[^"]*"' | sort | uniq -c | tr -s ' ' | tr '\n' ';')" | tee -a $OUT/twogpu_wall.txt
+		$A show --cache /tmp/twogpu-$run.db > $OUT/twogpu_show_$run.txt 2>&1
+	done
+	$A compare $OUT/twogpu_one.json.gz $OUT/twogpu_two.json.gz > $OUT/twogpu_compare.txt 2>&1; echo "compare exit $?"; tail -8 $OUT/twogpu_compare.txt
+	two_ms=$(awk '/^two/ { for (i = 1; i < NF; i++) if ($i == "wall") print $(i + 1) }' $OUT/twogpu_wall.txt)
+	half=$(( ${two_ms:-120000} / 2000 ))
+	XDG_CACHE_HOME=/tmp/xdg-int timeout -s INT ${half}s $A --arch sm_90 --model llama-3-8b --cache /tmp/twogpu-int.db > /dev/null 2>$OUT/twogpu_int1.err
+	echo "interrupted after ${half} s: exit $?"; tail -2 $OUT/twogpu_int1.err
+	$A show --cache /tmp/twogpu-int.db > $OUT/twogpu_show_int1.txt 2>&1
+	XDG_CACHE_HOME=/tmp/xdg-int timeout 400 $A --arch sm_90 --model llama-3-8b --cache /tmp/twogpu-int.db > /dev/null 2>$OUT/twogpu_int2.err
+	echo "resumed: exit $?"; tail -2 $OUT/twogpu_int2.err
+	$A show --cache /tmp/twogpu-int.db > $OUT/twogpu_show_int2.txt 2>&1
+	# Every entry finished before the interrupt, with its winner, is in the resumed cache.
+	key='$1 ~ /^(q|b|a|f)[0-9a-z_]*$/ && $2 ~ /x/ { print $1, $2, $3 }'
+	lost=$(comm -23 <(awk "$key" $OUT/twogpu_show_int1.txt | sort) <(awk "$key" $OUT/twogpu_show_int2.txt | sort))
+	echo "kept across the interrupt: $(awk "$key" $OUT/twogpu_show_int1.txt | wc -l) entries; now $(awk "$key" $OUT/twogpu_show_int2.txt | wc -l); lost or changed: ${lost:-none}" | tee -a $OUT/twogpu_wall.txt
 	;;
 *) echo "usage: scripts/h200-final.sh tests|tune|bench|report|sass ..." >&2; exit 2 ;;
 esac
