@@ -20,7 +20,8 @@
 #   scripts/ab-kernels.sh chain FORMATS RUN ...
 #       on the device: a cold tune of FORMATS for $MODEL (default
 #       llama-3-8b) by the first RUN's build, without its variables, into
-#       /tmp/ab-chain-MODEL-FORMATS.db (kept while the machine is), then
+#       /tmp/ab-chain-MODEL-FORMATS.db (kept while the machine is, and
+#       gzipped into $OUT/chain_tune.db.gz), then
 #       `autotune bench --chain --compile` of its winners by every RUN in
 #       the order given and then in reverse (A B B A), each into
 #       $OUT/chain_<k>_<RUN>.txt, and
@@ -146,6 +147,8 @@ chain() {
 	if [ ! -f "$db" ]; then
 		timeout 300 "$DIR/${runs[0]%%:*}/autotune" --arch sm_90 --model "$model" --formats "$formats" --cache "$db" >"$OUT/chain_tune.txt" 2>&1 ||
 			die "the tune failed: $(tail -1 "$OUT/chain_tune.txt")"
+		# The tuned cache goes back too, for runs on other machines (about 2 MB).
+		gzip -c "$db" >"$OUT/chain_tune.db.gz"
 	fi
 	: >"$OUT/chain_summary.txt"
 	for r in "${order[@]}"; do
