@@ -39,11 +39,10 @@ func pinnedShared(c *gpu.Ctx, fn gpu.Function, l variants.Launch, info gpu.Info,
 // pinSearch is pinnedShared over fits, the resident blocks per SM at s
 // bytes of dynamic shared memory.
 func pinSearch(l variants.Launch, info gpu.Info, fits func(s int) (int, error)) (uint32, error) {
-	blocks := int(l.Grid[0] * l.Grid[1] * l.Grid[2])
-	if info.SMs <= 0 || blocks <= 0 {
+	share := evenShare(l, info.SMs)
+	if share == 0 {
 		return l.SharedBytes, nil
 	}
-	share := (blocks + info.SMs - 1) / info.SMs
 	n, err := fits(int(l.SharedBytes))
 	if err != nil || n <= share {
 		return l.SharedBytes, err
@@ -62,4 +61,14 @@ func pinSearch(l variants.Launch, info gpu.Info, fits func(s int) (int, error)) 
 		}
 	}
 	return l.SharedBytes, nil
+}
+
+// evenShare is l's grid's even share of blocks per SM on a GPU of sms
+// SMs, ceil(blocks / sms); 0 when either is not positive.
+func evenShare(l variants.Launch, sms int) int {
+	blocks := int(l.Grid[0] * l.Grid[1] * l.Grid[2])
+	if sms <= 0 || blocks <= 0 {
+		return 0
+	}
+	return (blocks + sms - 1) / sms
 }

@@ -205,12 +205,10 @@ func PickAlternatives(cands []Measured, chosen space.Params, share func(space.Pa
 // can still be resident beside one of its own.
 func GridShare(job Job, p space.Params, sms int) int {
 	fam, err := variants.FamilyOf(job.Format)
-	if err != nil || sms <= 0 {
+	if err != nil {
 		return 0
 	}
-	g := fam.Launch(p, job.Rows, job.Cols).Grid
-	blocks := int(g[0] * g[1] * g[2])
-	return min((blocks+sms-1)/sms, 3)
+	return min(evenShare(fam.Launch(p, job.Rows, job.Cols), sms), 3)
 }
 
 // Alternatives is PickAlternatives as the variants that run every stage

@@ -109,11 +109,7 @@ func TestRefineChain(t *testing.T) {
 // yet in; an exact choice gets exact alternatives only.
 func TestPickAlternatives(t *testing.T) {
 	m := func(id, class, status string, us float64) Measured {
-		p, err := space.Parse(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return Measured{Params: p, Class: class, Status: status, MedianUS: us}
+		return Measured{Params: mustParse(t, id), Class: class, Status: status, MedianUS: us}
 	}
 	cands := []Measured{
 		m("r2f0u2s3w8l2", "exact", "ok", 4.0), // the choice
