@@ -194,6 +194,26 @@ func (g *gemvBufs) read(c *gpu.Ctx) ([]float32, error) {
 	return y, c.CopyDtoH(gpu.Bytes(y), g.dY)
 }
 
+// launchChecked poisons y, launches f once on the default stream, waits,
+// and returns y after checking it against the reference.
+func (g *gemvBufs) launchChecked(t *testing.T, c *gpu.Ctx, f gpu.Function) ([]float32, error) {
+	if err := g.poison(c); err != nil {
+		return nil, err
+	}
+	if err := c.Launch(f, g.cfg, g.args); err != nil {
+		return nil, err
+	}
+	if err := c.WaitStream(0, 10*time.Second); err != nil {
+		return nil, err
+	}
+	y, err := g.read(c)
+	if err != nil {
+		return nil, err
+	}
+	g.check(t, y)
+	return y, nil
+}
+
 // check compares y with a float64 reference, row by row, with a bound
 // scaled by the sum of |terms| (f32 accumulation of cols/32 terms per lane).
 func (g *gemvBufs) check(t *testing.T, y []float32) {
@@ -260,20 +280,10 @@ func TestGEMVKernel(t *testing.T) {
 			return err
 		}
 		defer g.free(c)
-		if err := g.poison(c); err != nil {
-			return err
-		}
-		if err := c.Launch(f, g.cfg, g.args); err != nil {
-			return err
-		}
-		if err := c.WaitStream(0, 10*time.Second); err != nil {
-			return err
-		}
-		y, err := g.read(c)
+		y, err := g.launchChecked(t, c, f)
 		if err != nil {
 			return err
 		}
-		g.check(t, y)
 
 		// Timing: many launches inside this one Do, bracketed by events.
 		start, _ := c.NewEvent()
@@ -332,20 +342,10 @@ func TestGraphReplay(t *testing.T) {
 			return err
 		}
 		defer g.free(c)
-		if err := g.poison(c); err != nil {
-			return err
-		}
-		if err := c.Launch(f, g.cfg, g.args); err != nil {
-			return err
-		}
-		if err := c.WaitStream(0, 10*time.Second); err != nil {
-			return err
-		}
-		direct, err := g.read(c)
+		direct, err := g.launchChecked(t, c, f)
 		if err != nil {
 			return err
 		}
-		g.check(t, direct)
 
 		s, err := c.NewStream()
 		if err != nil {
