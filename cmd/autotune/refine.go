@@ -73,10 +73,7 @@ func parseTries(list string, formats []string) ([]tuner.ChainVariant, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%q: %v", item, err)
 		}
-		if _, err := fam.Source(p); err != nil {
-			return nil, fmt.Errorf("%q: %v", item, err)
-		}
-		if err := fam.Gate(p, sh.Rows, sh.Cols); err != nil {
+		if err := fam.Gate(p, sh.Rows, sh.Cols); err != nil { // the knobs, then the shape
 			return nil, fmt.Errorf("%q: %v", item, err)
 		}
 		out = append(out, tuner.ChainVariant{Format: parts[0], Rows: sh.Rows, Cols: sh.Cols, Params: p})
