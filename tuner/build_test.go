@@ -115,6 +115,24 @@ func TestCompilerLacks(t *testing.T) {
 	}
 }
 
+// TestCompileOptions: ptxas's report always, and no NVRTC cache from the
+// NVRTC that has one (12.9): a compile served from it has no report.
+func TestCompileOptions(t *testing.T) {
+	for _, tc := range []struct {
+		nvrtc gpu.Version
+		want  string
+	}{
+		{gpu.Version{Major: 11, Minor: 8}, "--ptxas-options=-v"},
+		{gpu.Version{Major: 12, Minor: 8}, "--ptxas-options=-v"},
+		{gpu.Version{Major: 12, Minor: 9}, "--ptxas-options=-v --no-cache"},
+		{gpu.Version{Major: 13, Minor: 0}, "--ptxas-options=-v --no-cache"},
+	} {
+		if got := strings.Join(compileOptions(tc.nvrtc), " "); got != tc.want {
+			t.Errorf("compileOptions(NVRTC %s) = %q, want %q", tc.nvrtc, got, tc.want)
+		}
+	}
+}
+
 // TestCachedLogUsable: a cached ptxas log counts only if it still gives the
 // register count (a cubin without it is compiled again).
 func TestCachedLogUsable(t *testing.T) {

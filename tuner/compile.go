@@ -68,11 +68,28 @@ type compiler struct {
 }
 
 func newCompiler(nv *gpu.NVRTC, arch gpu.Arch) *compiler {
-	c := &compiler{nvrtc: nv, arch: arch, opts: []string{"--ptxas-options=-v"}, slots: newSlots(runtime.GOMAXPROCS(0))}
+	c := &compiler{nvrtc: nv, arch: arch, opts: compileOptions(nv.Version), slots: newSlots(runtime.GOMAXPROCS(0))}
 	if d, err := os.UserCacheDir(); err == nil {
 		c.dir = filepath.Join(d, "gemvtune", "cubins")
 	}
 	return c
+}
+
+// nvrtcCaching is the first NVRTC that keeps its own cache of compiles.
+// A compile it serves from that cache runs no ptxas, so its log says
+// nothing of registers or spills, and the tuner could judge neither the
+// variant's launch-bounds floors nor its spills.
+var nvrtcCaching = gpu.Version{Major: 12, Minor: 9}
+
+// compileOptions are the NVRTC options of every tuner compile with NVRTC
+// version v: ptxas's report (-v), and where NVRTC caches, no NVRTC cache
+// (the tuner keeps its own, log beside cubin).
+func compileOptions(v gpu.Version) []string {
+	opts := []string{"--ptxas-options=-v"}
+	if !v.Less(nvrtcCaching) {
+		opts = append(opts, "--no-cache")
+	}
+	return opts
 }
 
 func (c *compiler) key(code string) string {

@@ -401,7 +401,9 @@ var ciArchs = []string{"sm_70", "sm_75", "sm_80", "sm_86", "sm_89", "sm_90"}
 // base, and for every staging the arch and the compiler can build, one
 // variant per layout. What the arch lacks (s=2 below sm_80, s=3 below
 // sm_90) is excluded by the space with its reason; what the compiler
-// cannot build (s=3 before NVRTC 12.0) is left out and counted.
+// cannot build (s=3 before NVRTC 12.0) is left out and counted. An arch
+// that no NVRTC here builds (sm_70 beside NVRTC 13 alone) is skipped,
+// but in CI, which installs one that builds them all.
 func TestCompileEveryArch(t *testing.T) {
 	libs, err := gpu.FindNVRTC()
 	if err != nil {
@@ -414,7 +416,11 @@ func TestCompileEveryArch(t *testing.T) {
 		arch, _ := gpu.ParseArch(archName)
 		n, err := gpu.ChooseNVRTC(libs, arch)
 		if err != nil {
-			t.Errorf("%s: %v", archName, err)
+			if os.Getenv("CI") != "" {
+				t.Errorf("CI installs an NVRTC for %s: %v", archName, err)
+			} else {
+				t.Run(archName, func(t *testing.T) { t.Skipf("skipping: %v", err) })
+			}
 			continue
 		}
 		lim, err := space.LimitsFor(archName)
