@@ -169,8 +169,7 @@ func TestPickAlternatives(t *testing.T) {
 		id   string
 		want int
 	}{{"r4f0u2s3w8g7l2a1", 1}, {"r1f0u2s3w16g7l2a1", 2}, {"r1f0u8s3w8g14l2a1", 2}, {"r1f0u2s3w8g7l2a1", 3}, {"r2f0u2s3w8l2a1", 3}} {
-		p, _ := space.Parse(c.id)
-		if got := GridShare(gate, p, 132); got != c.want {
+		if got := GridShare(gate, mustParse(t, c.id), 132); got != c.want {
 			t.Errorf("GridShare(%s) = %d, want %d", c.id, got, c.want)
 		}
 	}
