@@ -70,7 +70,8 @@ export XDG_CACHE_HOME=/tmp/xdg
 R=$(pwd)
 A=$R/.gpubin/autotune
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader
-[ $# -gt 0 ] || { echo "usage: scripts/h200-final.sh tests|tune|bench|report|sass ..." >&2; exit 2; }
+usage="usage: scripts/h200-final.sh tests|tune|budget|families|warm|read|chain|ggml|profile|gguf|bench|report|sass|twogpu ..."
+[ $# -gt 0 ] || { echo "$usage" >&2; exit 2; }
 while [ $# -gt 0 ]; do
 part=$1; shift
 case "$part" in
@@ -212,6 +213,6 @@ twogpu)
 	lost=$(comm -23 <(awk "$key" $OUT/twogpu_show_int1.txt | sort) <(awk "$key" $OUT/twogpu_show_int2.txt | sort))
 	echo "kept across the interrupt: $(awk "$key" $OUT/twogpu_show_int1.txt | wc -l) entries; now $(awk "$key" $OUT/twogpu_show_int2.txt | wc -l); lost or changed: ${lost:-none}" | tee -a $OUT/twogpu_wall.txt
 	;;
-*) echo "usage: scripts/h200-final.sh tests|tune|bench|report|sass ..." >&2; exit 2 ;;
+*) echo "$usage" >&2; exit 2 ;;
 esac
 done
