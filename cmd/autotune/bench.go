@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -119,40 +120,23 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if pol != nil && pol.CacheErr != nil {
 		fmt.Fprintf(stderr, "autotune: bench: %v: what it would hold is tuned now (not recorded)\n", pol.CacheErr)
 	}
-	gpuModel := ""
-	if gpus, err := localGPUsFn(); err == nil {
-		for _, g := range gpus {
-			if g.arch == *arch {
-				gpuModel = g.model
-				break
-			}
-		}
-	}
-	var untuned []tuner.Job
+	gpus, _ := localGPUsFn()
 	var ds []tuner.Decision
-	for _, f := range fl {
-		for _, s := range sl {
-			j := tuner.Job{Format: f, Rows: s.Rows, Cols: s.Cols}
-			var only []string
-			if pol != nil && *arch != "auto" {
-				if c, err := pol.LookupGPU(*arch, gpuModel, f, s.Rows, s.Cols); err == nil && c.Source == gemvtune.SourceTuned && c.ID != space.StockAlias {
-					only = []string{c.ID}
-				}
-			}
-			if only == nil {
-				untuned = append(untuned, j)
-				continue
-			}
-			d, err := tuner.Run(ctx, []tuner.Job{j}, tuner.Options{Arch: *arch, Only: only, WarmL2: *warm})
-			if err != nil {
-				return err
-			}
-			ds = append(ds, d...)
+	var untuned []benchJob
+	for _, b := range benchPlan(pol, benchTargets(*arch, gpus), fl, sl) {
+		if b.only == nil {
+			untuned = append(untuned, b)
+			continue
 		}
+		d, err := tuner.Run(ctx, []tuner.Job{b.job}, tuner.Options{Arch: b.arch, Only: b.only, WarmL2: *warm})
+		if err != nil {
+			return err
+		}
+		ds = append(ds, d...)
 	}
-	if len(untuned) > 0 {
-		fmt.Fprintf(stderr, "autotune: bench: %d (format, shape) without a tuned record: tuning them now (not recorded)\n", len(untuned))
-		d, err := tuner.Run(ctx, untuned, tuner.Options{Arch: *arch, WarmL2: *warm})
+	for _, group := range groupByArch(untuned) {
+		fmt.Fprintf(stderr, "autotune: bench: %d (format, shape) without a tuned record for %s: tuning them now (not recorded)\n", len(group.jobs), group.arch)
+		d, err := tuner.Run(ctx, group.jobs, tuner.Options{Arch: group.arch, WarmL2: *warm})
 		ds = append(ds, d...)
 		if err != nil {
 			return err
@@ -162,6 +146,78 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	return writeBench(stdout, ds)
+}
+
+// benchTarget is a kind of local GPU that bench measures on: its arch
+// and the model of its first GPU ("" when the driver lists none).
+type benchTarget struct{ arch, model string }
+
+// benchTargets are the GPUs bench measures on for --arch arch: with an
+// arch, that arch; with "auto", each arch among the local GPUs (as tuner.Run
+// does), or "auto" itself when none is listed, which tuner.Run then
+// reports.
+func benchTargets(arch string, gpus []localGPU) []benchTarget {
+	var out []benchTarget
+	for _, g := range gpus {
+		if (arch == "auto" || g.arch == arch) && !slices.ContainsFunc(out, func(t benchTarget) bool { return t.arch == g.arch }) {
+			out = append(out, benchTarget{g.arch, g.model})
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, benchTarget{arch: arch})
+	}
+	return out
+}
+
+// benchJob is one (format, shape) that bench measures on the GPUs of arch:
+// against the cache's tuned winner (only), or, with only nil, against
+// whatever the whole space gives now.
+type benchJob struct {
+	arch string
+	job  tuner.Job
+	only []string
+}
+
+// benchPlan is every format and shape on every target, each with the
+// winner pol holds for exactly that shape on the target's arch and GPU
+// model; pol may be nil (no cache).
+func benchPlan(pol *gemvtune.Policy, targets []benchTarget, formats []string, shapes []space.Shape) []benchJob {
+	var out []benchJob
+	for _, t := range targets {
+		for _, f := range formats {
+			for _, s := range shapes {
+				b := benchJob{arch: t.arch, job: tuner.Job{Format: f, Rows: s.Rows, Cols: s.Cols}}
+				if pol != nil && t.arch != "auto" {
+					if c, err := pol.LookupGPU(t.arch, t.model, f, s.Rows, s.Cols); err == nil && c.Source == gemvtune.SourceTuned && c.ID != space.StockAlias {
+						b.only = []string{c.ID}
+					}
+				}
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
+
+// archJobs are the jobs of one arch.
+type archJobs struct {
+	arch string
+	jobs []tuner.Job
+}
+
+// groupByArch gathers bs's jobs per arch, in the order the archs first
+// appear.
+func groupByArch(bs []benchJob) []archJobs {
+	var out []archJobs
+	for _, b := range bs {
+		i := slices.IndexFunc(out, func(g archJobs) bool { return g.arch == b.arch })
+		if i < 0 {
+			out = append(out, archJobs{arch: b.arch})
+			i = len(out) - 1
+		}
+		out[i].jobs = append(out[i].jobs, b.job)
+	}
+	return out
 }
 
 // benchVariants measures the listed variants against stock for every

@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/gemvtune/gemvtune"
+	"github.com/gemvtune/gemvtune/cache"
 	"github.com/gemvtune/gemvtune/space"
 	"github.com/gemvtune/gemvtune/tuner"
 )
@@ -120,5 +123,61 @@ func TestSameFixedGrid(t *testing.T) {
 		if got := sameFixed(p(tc.a), p(tc.b)); got != tc.same {
 			t.Errorf("sameFixed(%s, %s) = %v, want %v", tc.a, tc.b, got, tc.same)
 		}
+	}
+}
+
+func TestBenchTargets(t *testing.T) {
+	h200, a100 := cache.NormalizeModel("NVIDIA H200"), cache.NormalizeModel("NVIDIA A100")
+	h100 := cache.NormalizeModel("NVIDIA H100")
+	for _, tc := range []struct {
+		name string
+		arch string
+		gpus []localGPU
+		want []benchTarget
+	}{
+		{"auto: each local arch, its first GPU's model", "auto",
+			[]localGPU{{"sm_90", h200}, {"sm_80", a100}, {"sm_90", h100}},
+			[]benchTarget{{"sm_90", h200}, {"sm_80", a100}}},
+		{"an arch: its first GPU's model", "sm_90",
+			[]localGPU{{"sm_80", a100}, {"sm_90", h100}, {"sm_90", h200}},
+			[]benchTarget{{"sm_90", h100}}},
+		{"an arch no local GPU has", "sm_90", []localGPU{{"sm_80", a100}}, []benchTarget{{"sm_90", ""}}},
+		{"auto with no GPU listed", "auto", nil, []benchTarget{{"auto", ""}}},
+	} {
+		if got := benchTargets(tc.arch, tc.gpus); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: benchTargets = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestBenchPlanUsesTheCache: bench measures the cache's winner of exactly
+// the shape, on the arch and GPU model it was tuned for, with --arch auto
+// as with an arch named.
+func TestBenchPlanUsesTheCache(t *testing.T) {
+	rec := testRecord(t, "sm_90", "q4_0", 4096, 14336, "r2f0u4s3w16l2a1")
+	pol, err := gemvtune.Open(&gemvtune.Options{CachePath: cacheWith(t, rec), LookupEnv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h200 := cache.NormalizeModel("NVIDIA H200")
+	shapes := []space.Shape{{Rows: 4096, Cols: 14336}, {Rows: 28672, Cols: 8192}}
+	got := benchPlan(pol, benchTargets("auto", []localGPU{{"sm_90", h200}, {"sm_80", "a100"}}), []string{"q4_0"}, shapes)
+	want := []benchJob{
+		{"sm_90", tuner.Job{Format: "q4_0", Rows: 4096, Cols: 14336}, []string{"r2f0u4s3w16l2a1"}},
+		{"sm_90", tuner.Job{Format: "q4_0", Rows: 28672, Cols: 8192}, nil},
+		{"sm_80", tuner.Job{Format: "q4_0", Rows: 4096, Cols: 14336}, nil},
+		{"sm_80", tuner.Job{Format: "q4_0", Rows: 28672, Cols: 8192}, nil},
+	}
+	if !slices.EqualFunc(got, want, func(a, b benchJob) bool {
+		return a.arch == b.arch && a.job == b.job && slices.Equal(a.only, b.only)
+	}) {
+		t.Errorf("benchPlan = %+v\nwant %+v", got, want)
+	}
+	if g := benchPlan(nil, []benchTarget{{"sm_90", h200}}, []string{"q4_0"}, shapes[:1]); len(g) != 1 || g[0].only != nil {
+		t.Errorf("benchPlan without a cache = %+v, want one job to tune now", g)
+	}
+	groups := groupByArch(got)
+	if len(groups) != 2 || groups[0].arch != "sm_90" || len(groups[0].jobs) != 2 || groups[1].arch != "sm_80" || len(groups[1].jobs) != 2 {
+		t.Errorf("groupByArch = %+v, want sm_90's two jobs, then sm_80's", groups)
 	}
 }
