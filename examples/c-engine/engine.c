@@ -103,6 +103,22 @@ static void fill_random(uint8_t* p, size_t n) {
     for (; i < n; i++) p[i] = (uint8_t)next_u64();
 }
 
+/* The formats make_weights fills, as the message that names them says. */
+static const char* const made_formats[] = {"q4_0", "q8_0", "q4_K", "bf16"};
+#define MADE_FORMATS "this engine makes weights for q4_0, q8_0, q4_K and bf16"
+
+/* Stops, naming the first format of the comma-separated list that the
+ * engine cannot make weights for, before any work is done. */
+static void check_formats(const char* list) {
+    char copy[256];
+    snprintf(copy, sizeof copy, "%s", list);
+    for (char* f = strtok(copy, ","); f; f = strtok(NULL, ",")) {
+        int known = 0;
+        for (size_t i = 0; i < sizeof made_formats / sizeof made_formats[0]; i++) known |= strcmp(f, made_formats[i]) == 0;
+        if (!known) die(f, MADE_FORMATS);
+    }
+}
+
 /* Fills n bytes of format with valid blocks whose rows have about unit
  * norm, so that the chain's activations stay finite. */
 static void make_weights(const char* format, uint8_t* w, size_t n, int64_t cols) {
@@ -122,7 +138,7 @@ static void make_weights(const char* format, uint8_t* w, size_t n, int64_t cols)
             put16(w + b + 2, f16_bits(unit / 300.0f * (0.5f + uniform())));
         }
     } else {
-        die(format, "this engine makes weights for q4_0, q8_0, q4_K and bf16");
+        die(format, MADE_FORMATS);
     }
 }
 
@@ -436,6 +452,7 @@ int main(int argc, char** argv) {
         }
     }
     if (nlayers < 1 || rounds < 3) die("arguments", "--layers must be at least 1 and --rounds at least 3");
+    check_formats(formats);
     CU(cuInit(0));
     CUdevice dev;
     CU(cuDeviceGet(&dev, 0));
