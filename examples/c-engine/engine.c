@@ -103,7 +103,7 @@ static void fill_random(uint8_t* p, size_t n) {
     for (; i < n; i++) p[i] = (uint8_t)next_u64();
 }
 
-/* The formats make_weights fills, as the message that names them says. */
+/* The formats make_weights fills, and the message that names them. */
 static const char* const made_formats[] = {"q4_0", "q8_0", "q4_K", "bf16"};
 #define MADE_FORMATS "this engine makes weights for q4_0, q8_0, q4_K and bf16"
 
