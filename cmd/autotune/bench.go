@@ -148,23 +148,19 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return writeBench(stdout, ds)
 }
 
-// benchTarget is a kind of local GPU that bench measures on: its arch
-// and the model of its first GPU ("" when the driver lists none).
-type benchTarget struct{ arch, model string }
-
-// benchTargets are the GPUs bench measures on for --arch arch: with an
-// arch, that arch; with "auto", each arch among the local GPUs (as tuner.Run
-// does), or "auto" itself when none is listed, which tuner.Run then
-// reports.
-func benchTargets(arch string, gpus []localGPU) []benchTarget {
-	var out []benchTarget
-	for _, g := range gpus {
-		if (arch == "auto" || g.arch == arch) && !slices.ContainsFunc(out, func(t benchTarget) bool { return t.arch == g.arch }) {
-			out = append(out, benchTarget{g.arch, g.model})
+// benchTargets are the GPUs bench measures on for --arch arch: of the
+// GPUs a run on arch uses (gpusOf), the first of each arch, whose model
+// the cache lookups name; or arch itself, with no model, when none is
+// listed (tuner.Run then says why it cannot run there).
+func benchTargets(arch string, gpus []localGPU) []localGPU {
+	var out []localGPU
+	for _, g := range gpusOf(arch, gpus) {
+		if !slices.ContainsFunc(out, func(t localGPU) bool { return t.arch == g.arch }) {
+			out = append(out, g)
 		}
 	}
 	if len(out) == 0 {
-		out = append(out, benchTarget{arch: arch})
+		out = append(out, localGPU{arch: arch})
 	}
 	return out
 }
@@ -181,7 +177,7 @@ type benchJob struct {
 // benchPlan is every format and shape on every target, each with the
 // winner pol holds for exactly that shape on the target's arch and GPU
 // model; pol may be nil (no cache).
-func benchPlan(pol *gemvtune.Policy, targets []benchTarget, formats []string, shapes []space.Shape) []benchJob {
+func benchPlan(pol *gemvtune.Policy, targets []localGPU, formats []string, shapes []space.Shape) []benchJob {
 	var out []benchJob
 	for _, t := range targets {
 		for _, f := range formats {

@@ -133,16 +133,16 @@ func TestBenchTargets(t *testing.T) {
 		name string
 		arch string
 		gpus []localGPU
-		want []benchTarget
+		want []localGPU
 	}{
 		{"auto: each local arch, its first GPU's model", "auto",
 			[]localGPU{{"sm_90", h200}, {"sm_80", a100}, {"sm_90", h100}},
-			[]benchTarget{{"sm_90", h200}, {"sm_80", a100}}},
+			[]localGPU{{"sm_90", h200}, {"sm_80", a100}}},
 		{"an arch: its first GPU's model", "sm_90",
 			[]localGPU{{"sm_80", a100}, {"sm_90", h100}, {"sm_90", h200}},
-			[]benchTarget{{"sm_90", h100}}},
-		{"an arch no local GPU has", "sm_90", []localGPU{{"sm_80", a100}}, []benchTarget{{"sm_90", ""}}},
-		{"auto with no GPU listed", "auto", nil, []benchTarget{{"auto", ""}}},
+			[]localGPU{{"sm_90", h100}}},
+		{"an arch no local GPU has", "sm_90", []localGPU{{"sm_80", a100}}, []localGPU{{"sm_90", ""}}},
+		{"auto with no GPU listed", "auto", nil, []localGPU{{"auto", ""}}},
 	} {
 		if got := benchTargets(tc.arch, tc.gpus); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: benchTargets = %v, want %v", tc.name, got, tc.want)
@@ -173,7 +173,7 @@ func TestBenchPlanUsesTheCache(t *testing.T) {
 	}) {
 		t.Errorf("benchPlan = %+v\nwant %+v", got, want)
 	}
-	if g := benchPlan(nil, []benchTarget{{"sm_90", h200}}, []string{"q4_0"}, shapes[:1]); len(g) != 1 || g[0].only != nil {
+	if g := benchPlan(nil, []localGPU{{"sm_90", h200}}, []string{"q4_0"}, shapes[:1]); len(g) != 1 || g[0].only != nil {
 		t.Errorf("benchPlan without a cache = %+v, want one job to tune now", g)
 	}
 	groups := groupByArch(got)

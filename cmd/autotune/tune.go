@@ -545,13 +545,18 @@ func runGPUs(arch string) []localGPU {
 	if err != nil {
 		return nil
 	}
-	var gpus []localGPU
-	for _, g := range all {
+	return gpusOf(arch, all)
+}
+
+// gpusOf are those of gpus that a run on arch ("auto": all) uses.
+func gpusOf(arch string, gpus []localGPU) []localGPU {
+	var out []localGPU
+	for _, g := range gpus {
 		if arch == "auto" || g.arch == arch {
-			gpus = append(gpus, g)
+			out = append(out, g)
 		}
 	}
-	return gpus
+	return out
 }
 
 // skipFresh drops the jobs the cache holds a current record for, for
