@@ -17,7 +17,7 @@ import (
 const generatorVersion = GeneratorVersion
 
 // GeneratorVersion names the kernel generator, for version lines.
-const GeneratorVersion = "gemvtune-kernels/5"
+const GeneratorVersion = "gemvtune-kernels/6"
 
 //go:embed kernels/*.cu
 var kernelFiles embed.FS
@@ -45,6 +45,14 @@ type family struct {
 	// chunks a warp consumes in one step of a row to be one contiguous run
 	// of the layout (bulkTileBytes). Empty: the family has no s=3.
 	bulk []int
+	// bulkLandFirst has an s=3 warp read a full ring slot into registers
+	// and refill it before it decodes the chunks (GEMV_BULK_LAND_FIRST),
+	// so the refill does not wait for the decode, at the cost of u·r
+	// chunks of registers. Measured per family in the llama-3-8b token with
+	// PDL edges on the H200: q6_K 2.3 % and q4_K 0.75 % less time; q4_0
+	// 0.6 % and q5_K 1.5 % more, affine4 the same (docs/results.md,
+	// "twenty-second lease"); families not measured keep the default.
+	bulkLandFirst bool
 	// layouts are knob l's values: 0 (raw) and the keys of repacked, which
 	// says how to build each from raw bytes and which cols it needs
 	// (setRepacked sets both).
@@ -262,7 +270,8 @@ func (f *family) Source(p space.Params) (string, error) {
 		name string
 		v    int
 	}{{"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)},
-		{"GEMV_P16", f.rings[p.L].p16}, {"GEMV_P4", f.rings[p.L].p4}, {"GEMV_TILE", f.bulkTileBytes(p.L)}} {
+		{"GEMV_P16", f.rings[p.L].p16}, {"GEMV_P4", f.rings[p.L].p4}, {"GEMV_TILE", f.bulkTileBytes(p.L)},
+		{"GEMV_BULK_LAND_FIRST", b2i(f.bulkLandFirst)}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}
 	b.WriteString(f.src)

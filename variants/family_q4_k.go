@@ -13,5 +13,6 @@ func init() {
 	ring := ringParts{p16: 3} // header, low and high halves of the quants
 	f.rings = map[int]ringParts{0: ring, 1: ring}
 	f.bulk = []int{1} // a warp step: one 1152-byte tile of 8 super-blocks
+	f.bulkLandFirst = true
 	registerFamily(f)
 }

@@ -13,5 +13,6 @@ func init() {
 	f.setRepacked(map[int]repackedLayout{1: interleavedLayout(q6K{})})
 	f.rings = map[int]ringParts{1: {p16: 3, p4: 3}} // A, B, H; two scale words and d's word
 	f.bulk = []int{1}                               // a warp step: one 1680-byte tile of 8 super-blocks
+	f.bulkLandFirst = true
 	registerFamily(f)
 }

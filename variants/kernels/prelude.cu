@@ -670,10 +670,14 @@ GEMV_KERNEL_HEAD                                                                
 // on that slot's barrier. Every lane waits for the slot's phase, reads its
 // chunk of each tile (chunk_land_tile) and consumes them in order; after
 // __syncwarp (every lane has read the slot) lane 0 refills the slot with
-// the item two further on. The producer stops where the consumer does, so
-// no copy is pending at exit. Chunks are consumed in the same order as
-// with every other s. Once the warp has nothing left to issue it releases
-// the next kernel (gemv_pdl_release).
+// the item two further on. With GEMV_BULK_LAND_FIRST (a family's choice,
+// set in the generated header) every lane first reads all of a full slot
+// into registers, lane 0 refills it, and then the chunks are consumed: the
+// refill leaves a decode earlier, for u·r chunks of registers. The
+// producer stops where the consumer does, so no copy is pending at exit.
+// Chunks are consumed in the same order as with every other s. Once the
+// warp has nothing left to issue it releases the next kernel
+// (gemv_pdl_release).
 #define GEMV_BULK_ISSUE(k)                                                              \
     if (prow < rows) {                                                                  \
         const int nq = min(GEMV_U, nt - pt);                                            \
@@ -694,15 +698,18 @@ GEMV_KERNEL_HEAD                                                                
             prow = pg < ngroups ? (pg * GEMV_W + warp) * GEMV_R : rows;                 \
         }                                                                               \
     }
+// Tile j of a landed slot: each row's chunk of it, into registers.
+#define GEMV_BULK_LAND(ch, slot, row0, rows, j, lane)                                   \
+    _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                                \
+        if ((row0) + i < (rows))                                                        \
+            chunk_land_tile((ch)[i], (slot) + i * GEMV_BULK_COPY + (j) * GEMV_TILE, (lane)); \
+        else chunk_zero((ch)[i]);                                                       \
+    }
 // Tile j of a landed slot: each row's chunk of it, consumed.
 #define GEMV_BULK_CONSUME(acc, slot, row0, rows, x, t, j, lane)                         \
     {                                                                                   \
         Chunk ch[GEMV_R];                                                               \
-        _Pragma("unroll") for (int i = 0; i < GEMV_R; i++) {                            \
-            if ((row0) + i < (rows))                                                    \
-                chunk_land_tile(ch[i], (slot) + i * GEMV_BULK_COPY + (j) * GEMV_TILE, (lane)); \
-            else chunk_zero(ch[i]);                                                     \
-        }                                                                               \
+        GEMV_BULK_LAND(ch, slot, row0, rows, j, lane)                                   \
         chunk_consume(acc, ch, x, 32 * ((t) + (j)) + (lane));                           \
     }
 #define GEMV_DEFINE_KERNEL                                                              \
@@ -737,15 +744,25 @@ GEMV_KERNEL_HEAD                                                                
             const int k = (int)(item & 1u);                                             \
             gemv_bar_wait(bars + 8u * (u32)k, (item >> 1) & 1u);                        \
             const unsigned char* slot = ring + k * GEMV_R * GEMV_BULK_COPY;            \
-            if (t + GEMV_U <= nt) {                                                     \
+            if (GEMV_BULK_LAND_FIRST && t + GEMV_U <= nt) {                             \
+                Chunk ch[GEMV_U][GEMV_R];                                               \
                 _Pragma("unroll") for (int j = 0; j < GEMV_U; j++)                      \
-                    GEMV_BULK_CONSUME(acc, slot, row0, rows, x, t, j, lane);            \
-            } else { /* the row's last copy, short */                                   \
-                _Pragma("unroll 1") for (int j = 0; j < nt - t; j++)                    \
-                    GEMV_BULK_CONSUME(acc, slot, row0, rows, x, t, j, lane);            \
+                    { GEMV_BULK_LAND(ch[j], slot, row0, rows, j, lane) }                \
+                __syncwarp();                                                           \
+                GEMV_BULK_ISSUE(k)                                                      \
+                _Pragma("unroll") for (int j = 0; j < GEMV_U; j++)                      \
+                    chunk_consume(acc, ch[j], x, 32 * (t + j) + lane);                  \
+            } else {                                                                    \
+                if (t + GEMV_U <= nt) {                                                 \
+                    _Pragma("unroll") for (int j = 0; j < GEMV_U; j++)                  \
+                        GEMV_BULK_CONSUME(acc, slot, row0, rows, x, t, j, lane);        \
+                } else { /* the row's last copy, short */                               \
+                    _Pragma("unroll 1") for (int j = 0; j < nt - t; j++)                \
+                        GEMV_BULK_CONSUME(acc, slot, row0, rows, x, t, j, lane);        \
+                }                                                                       \
+                __syncwarp();                                                           \
+                GEMV_BULK_ISSUE(k)                                                      \
             }                                                                           \
-            __syncwarp();                                                               \
-            GEMV_BULK_ISSUE(k)                                                          \
             if (prow >= rows) gemv_pdl_release(); /* nothing left to issue */           \
         }                                                                               \
         GEMV_STORE_ROWS                                                                 \
