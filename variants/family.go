@@ -50,7 +50,7 @@ type family struct {
 	// so the refill does not wait for the decode, at the cost of u·r
 	// chunks of registers. Measured per family in the llama-3-8b token with
 	// PDL edges on the H200: q6_K 2.3 % and q4_K 0.75 % less time; q4_0
-	// 0.6 % and q5_K 1.5 % more, affine4 the same (docs/results.md,
+	// 0.6 %, q5_K 1.5 % and q8_0 0.35 % more, affine4 the same (docs/results.md,
 	// "twenty-second lease"); families not measured keep the default.
 	bulkLandFirst bool
 	// layouts are knob l's values: 0 (raw) and the keys of repacked, which
