@@ -50,8 +50,9 @@ type family struct {
 	// so the refill does not wait for the decode, at the cost of u·r
 	// chunks of registers. Measured per family in the llama-3-8b token with
 	// PDL edges on the H200: q6_K 2.3 % and q4_K 0.75 % less time; q4_0
-	// 0.6 %, q5_K 1.5 % and q8_0 0.35 % more, affine4 the same (docs/results.md,
-	// "twenty-second lease"); families not measured keep the default.
+	// 0.6 %, q5_K 1.5 %, f16 0.3 % and q8_0 0.35 % more, affine4 and bf16
+	// the same (docs/results.md, "twenty-second lease" and "twenty-third
+	// lease"); on for q4_K and q6_K only.
 	bulkLandFirst bool
 	// layouts are knob l's values: 0 (raw) and the keys of repacked, which
 	// says how to build each from raw bytes and which cols it needs
