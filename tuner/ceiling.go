@@ -22,9 +22,11 @@ import (
 // loads, as every GEMV does before its loads (an s=3 GEMV prefetches a
 // kilobyte of each first row to L2 before it); with x set every block
 // then reads xn words of x, as a GEMV stages its x (an L2 hit) after the
-// wait; with early set its first pass's loads are issued before the wait.
-// It lets the next kernel launch once its loads are done, as the GEMVs do
-// after their last row group.
+// wait; with early set its first pass's loads are issued before the wait;
+// with y set it then writes yn zeros to y, the stage's output, so that the
+// next stage finds its x in L2 as it does after a GEMV (the attribution's
+// reads). It lets the next kernel launch once its loads are done, as the
+// GEMVs do after their last row group.
 const ceilingSource = `
 extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n, unsigned* out) {
     unsigned acc = 0;
@@ -41,7 +43,7 @@ extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n,
     if (acc == 0x9e3779b9u) out[0] = acc;
 }
 extern "C" __global__ void chain_read(const uint4* __restrict__ p, unsigned n, unsigned* out, int wait, int early,
-                                      const uint4* x, unsigned xn) {
+                                      const uint4* x, unsigned xn, float* y, unsigned yn) {
     const unsigned stride = gridDim.x * blockDim.x;
     unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
     uint4 v[8];
@@ -60,6 +62,7 @@ extern "C" __global__ void chain_read(const uint4* __restrict__ p, unsigned n, u
 #pragma unroll
         for (int k = 0; k < 8; k++) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
     }
+    for (unsigned j = blockIdx.x * blockDim.x + threadIdx.x; j < yn; j += stride) y[j] = 0.0f;
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif

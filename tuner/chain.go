@@ -52,11 +52,11 @@ type ChainOptions struct {
 	// Attribute, with PDL, also times the token with PDL edges once per
 	// (format, shape) of its stages, every stage of that shape run by the
 	// streaming read of its weights, which waits at griddepcontrol.wait
-	// and then reads the stage's own x (ChainResult.Attribution): the
-	// token with PDL edges less such a token is what that shape's GEMVs
-	// cost beyond a read of their bytes. Those graphs' outputs are not
-	// checked: a read writes no y, so the stage after it takes whatever
-	// its input held.
+	// and then reads the stage's own x and writes zeros to its y, so that
+	// the stage after it finds its x in L2 as after a GEMV
+	// (ChainResult.Attribution): the token with PDL edges less such a
+	// token is what that shape's GEMVs cost beyond a read of their bytes.
+	// Those graphs' outputs are not checked (a read's y is zeros).
 	Attribute bool
 	// Trials are other choices for some of the token's stages, each timed
 	// as a whole token beside the others (ChainResult.Trials): with PDL
@@ -864,9 +864,10 @@ func launchStage(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev,
 
 // captureAttribution captures the token with PDL edges before every stage
 // but the first: each stage of job run by the streaming read fn with cfg
-// over its weights, waiting first and then reading the stage's own x (x,
-// the token's, or the y of the stage before), the others as captureChain
-// runs them with PDL edges; and instantiates the graph.
+// over its weights, waiting first, then reading the stage's own x (x, the
+// token's, or the y of the stage before) and writing zeros to its y, so
+// that the stage after it reads an x in L2 as after a GEMV; the others as
+// captureChain runs them with PDL edges; and instantiates the graph.
 func captureAttribution(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, job Job, fn gpu.Function, cfg gpu.LaunchConfig, out, x gpu.DevPtr) (gpu.GraphExec, error) {
 	return captureGraph(c, s, len(devs), func(i int) error {
 		if stages[i].Job() != job {
@@ -876,7 +877,7 @@ func captureAttribution(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []ch
 		if i > 0 {
 			in = devs[i-1].y
 		}
-		if err := launchRead(c, s, fn, cfg, devs[i], out, in, 4*stages[i].Cols, i > 0, true, false); err != nil {
+		if err := launchRead(c, s, fn, cfg, devs[i], out, in, 4*stages[i].Cols, devs[i].y, stages[i].Rows, i > 0, true, false); err != nil {
 			return fmt.Errorf("%s as a read: %w", stages[i].Name, err)
 		}
 		return nil
@@ -891,7 +892,7 @@ func captureAttribution(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []ch
 // early, and instantiates the graph.
 func captureReads(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfig, devs []chainDev, out, x gpu.DevPtr, pdl, wait, early bool) (gpu.GraphExec, error) {
 	return captureGraph(c, s, len(devs), func(i int) error {
-		return launchRead(c, s, fn, cfg, devs[i], out, x, chainReadX, pdl && i > 0, wait, early)
+		return launchRead(c, s, fn, cfg, devs[i], out, x, chainReadX, 0, 0, pdl && i > 0, wait, early)
 	})
 }
 
@@ -899,15 +900,16 @@ func captureReads(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfi
 // over d's weights (rounded down to 16 bytes): with a PDL edge where pdl,
 // waiting at griddepcontrol.wait first where wait, reading xBytes of x
 // (rounded down to 16; none where x is 0) after it, its first loads issued
-// before it where early.
-func launchRead(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfig, d chainDev, out, x gpu.DevPtr, xBytes int, pdl, wait, early bool) error {
+// before it where early, and writing yn zeros to y after its loads (none
+// where y is 0).
+func launchRead(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfig, d chainDev, out, x gpu.DevPtr, xBytes int, y gpu.DevPtr, yn int, pdl, wait, early bool) error {
 	flag := func(b bool) int32 {
 		if b {
 			return 1
 		}
 		return 0
 	}
-	args, err := gpu.NewArgs(d.w, uint32(d.bytes/16), out, flag(wait), flag(early), x, uint32(xBytes/16))
+	args, err := gpu.NewArgs(d.w, uint32(d.bytes/16), out, flag(wait), flag(early), x, uint32(xBytes/16), y, uint32(yn))
 	if err != nil {
 		return err
 	}
