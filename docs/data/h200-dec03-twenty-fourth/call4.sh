@@ -3,7 +3,9 @@
 # all SMs (probe-balance.patch; `bal` is HEAD 88064c9 with it, the variants
 # test binary too, GEMV_PROBE_BALANCE=132). The GPU tests with the probe on,
 # then call 2's refined q4_0 cache and call 3's q4_K/affine4 cache, each
-# token by HEAD and by the probe, A B B A, attributed.
+# token by HEAD, by the probe on 132 SMs and, as a control, by the probe
+# on 128 (the same grids as HEAD's but for the lm head's, the rows in
+# contiguous runs per block), A B C C B A, attributed.
 set -u
 mkdir -p $OUT/r; R=$OUT/r
 t0=$(date +%s); el() { echo "$1 exit $2 at $(( $(date +%s) - t0 )) s"; }
@@ -15,6 +17,6 @@ grep -E "^(--- |ok|PASS|FAIL)|--- FAIL" $R/vtest.txt | tail -6
 [ -f .gpulead/db/q4_0_refined.db.gz ] && gunzip -c .gpulead/db/q4_0_refined.db.gz > /tmp/ab-chain-llama-3-8b-q4_0.db
 [ -f .gpulead/db/k_refined.db.gz ] && gunzip -c .gpulead/db/k_refined.db.gz > /tmp/ab-chain-llama-3-8b-q4_K_affine4.db
 mkdir -p $R/q4_0 $R/k
-CHAIN_ARGS=--attribute OUT=$R/q4_0 timeout 200 scripts/ab-kernels.sh chain q4_0 base bal:GEMV_PROBE_BALANCE=132; el "chain q4_0" $?
-CHAIN_ARGS=--attribute OUT=$R/k timeout $(( 585 - ($(date +%s) - t0) )) scripts/ab-kernels.sh chain q4_K,affine4 base bal:GEMV_PROBE_BALANCE=132; el "chain k" $?
+CHAIN_ARGS=--attribute OUT=$R/q4_0 timeout 220 scripts/ab-kernels.sh chain q4_0 base bal:GEMV_PROBE_BALANCE=132 bal:GEMV_PROBE_BALANCE=128; el "chain q4_0" $?
+CHAIN_ARGS=--attribute OUT=$R/k timeout $(( 585 - ($(date +%s) - t0) )) scripts/ab-kernels.sh chain q4_K,affine4 base bal:GEMV_PROBE_BALANCE=132 bal:GEMV_PROBE_BALANCE=128; el "chain k" $?
 tar -czf $OUT/x.tgz -C $OUT r
