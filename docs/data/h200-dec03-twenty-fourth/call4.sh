@@ -18,5 +18,9 @@ grep -E "^(--- |ok|PASS|FAIL)|--- FAIL" $R/vtest.txt | tail -6
 [ -f .gpulead/db/k_refined.db.gz ] && gunzip -c .gpulead/db/k_refined.db.gz > /tmp/ab-chain-llama-3-8b-q4_K_affine4.db
 mkdir -p $R/q4_0 $R/k
 CHAIN_ARGS=--attribute OUT=$R/q4_0 timeout 220 scripts/ab-kernels.sh chain q4_0 base bal:GEMV_PROBE_BALANCE=132 bal:GEMV_PROBE_BALANCE=128; el "chain q4_0" $?
-CHAIN_ARGS=--attribute OUT=$R/k timeout $(( 585 - ($(date +%s) - t0) )) scripts/ab-kernels.sh chain q4_K,affine4 base bal:GEMV_PROBE_BALANCE=132 bal:GEMV_PROBE_BALANCE=128; el "chain k" $?
+CHAIN_ARGS=--attribute OUT=$R/k timeout $(( 520 - ($(date +%s) - t0) )) scripts/ab-kernels.sh chain q4_K,affine4 base bal:GEMV_PROBE_BALANCE=132 bal:GEMV_PROBE_BALANCE=128; el "chain k" $?
+# Launched alone: q4_0's refined winners of gate_up, down and o, and gate_up's
+# one-per-SM twin.
+mkdir -p $R/ab
+OUT=$R/ab timeout $(( 585 - ($(date +%s) - t0) )) scripts/ab-kernels.sh run q4_0 28672x4096,4096x14336,4096x4096 r1f0u2s3w16g7l2a1,r4f0u2s3w8g7l2a1,r2f0u4s3w16l2a1,r1f0u4s3w16g2l2a1 base bal:GEMV_PROBE_BALANCE=132; el ab $?
 tar -czf $OUT/x.tgz -C $OUT r
