@@ -364,8 +364,7 @@ func (p *Policy) fromGroup(fi *famInfo, a space.Arch, g *group, arch, format str
 // g' = ceil(ceil(rows/(r·w)) / grid) (0 when one group per block is
 // enough, at most space.MaxRowGroups). A staged kernel is the same for
 // every g, so the stored cubin still applies; without g the choice is
-// returned as it is (an even split's b is whole waves of the GPU's SMs,
-// right at any rows).
+// returned as it is.
 func atRows(c Choice, tunedRows, rows int) Choice {
 	q := c.Params
 	per := q.R * q.W

@@ -23,8 +23,7 @@ func WriteCHeader(w io.Writer, recs []Record) error {
  * g row groups per block, 0 = 1: grid = ceil(ceil(rows/(r*w)) / max(g,1))
  * (g was chosen for this row's rows: at other rows keep that grid size,
  * g' = ceil(ceil(rows'/(r*w)) / grid), 0 below 2; the kernel is the same),
- * b blocks of an even split, 0 = none: grid = b, the kernel built with
- * GEMV_EVEN=1 (b whole waves of the GPU's SMs; keep it at other rows), l layout (0 = raw bytes), a activation path (0 = f32, 1 = int8 with dp4a).
+ * l layout (0 = raw bytes), a activation path (0 = f32, 1 = int8 with dp4a).
  * exact = 1: bit-identical to the stock kernel. has_exact_alt = 1: the winner
  * is not exact and x* are the knobs of the best exact variant (the stock
  * kernel r1 f0 u1 s0 w8 when none beat it), for GEMV_REQUIRE_EXACT=1. */
@@ -33,9 +32,8 @@ func WriteCHeader(w io.Writer, recs []Record) error {
 
 /* 2: columns a, has_exact_alt and x* added after version 1's r f u s w l exact.
  * 3: columns g (after w) and xg (after xw) added.
- * 4: column gpu_model (after arch) added: rows are per GPU model.
- * 5: columns b (after g) and xb (after xg) added. */
-#define GEMVTUNE_HEADER_VERSION 5
+ * 4: column gpu_model (after arch) added: rows are per GPU model. */
+#define GEMVTUNE_HEADER_VERSION 4
 
 typedef struct gemvtune_variant {
 	const char *arch;      /* "sm_90" */

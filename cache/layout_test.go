@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -396,17 +395,15 @@ func TestImportRules(t *testing.T) {
 	}
 }
 
-// TestIndexHoldsEveryKnob: the index has a u16 per knob of space.Knobs,
-// each room for an alternative's too; a new knob must come with a new
-// record layout and indexMagic.
+// TestIndexHoldsEveryKnob: the index has one byte per knob of space.Knobs;
+// a new knob must come with a new record layout and FileVersion.
 func TestIndexHoldsEveryKnob(t *testing.T) {
-	if len(space.Knobs) != knobRoom || 2*len(space.Knobs) != aFlags-aParams {
-		t.Fatalf("space.Knobs has %d knobs, the index record room for %d (alternatives %d): move the offsets after rParams and aParams and change indexMagic",
-			len(space.Knobs), knobRoom, (aFlags-aParams)/2)
+	if len(space.Knobs) != knobBytes {
+		t.Fatalf("space.Knobs has %d knobs, the index record room for %d: move the offsets after rParams and bump FileVersion", len(space.Knobs), knobBytes)
 	}
 	for _, k := range space.Knobs {
-		if slices.Max(k.Values) > math.MaxUint16 {
-			t.Errorf("knob %s takes %d, more than its u16 holds", k.Letter, slices.Max(k.Values))
+		if slices.Max(k.Values) > 255 {
+			t.Errorf("knob %s takes %d, more than its byte holds", k.Letter, slices.Max(k.Values))
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 // per summary and one per exact alternative; and a CRC-32C (Castagnoli) of
 // all of it. Little-endian:
 //
-//	"GTI3", u32 record count n, u32 alternative count m, u32 string count s
+//	"GTI2", u32 record count n, u32 alternative count m, u32 string count s
 //	s times: u32 length, bytes
 //	u32 text length, text (every decision)
 //	n records of recSize bytes (offsets rArch ... rTime below), in index order
@@ -35,7 +35,7 @@ import (
 // good index again.
 var (
 	keyIndex   = []byte("index")
-	indexMagic = []byte("GTI3")
+	indexMagic = []byte("GTI2")
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
 
@@ -48,26 +48,26 @@ const (
 	rRows    = 12 // u32
 	rCols    = 16 // u32
 	rSchema  = 20 // u16
-	rParams  = 22 // 9 × u16: R, F, U, S, W, G, B, L, A (space.Knobs)
-	rFlags   = 40 // u8: recTolerance, recThrottled, recExact, recLaunchPDL
-	rGPU     = 44 // u32
-	rSource  = 48 // u32
-	rTool    = 52 // u32
-	rCubin   = 56 // u32
-	rDecOff  = 60 // u32 into the text
-	rDecLen  = 64 // u32
-	rFig     = 68 // 6 × f64: median µs, GB/s, % of ceiling, speedup, p, PDL µs
-	rTime    = 116
-	rPDLSh   = 124 // u32: the PDL launches' dynamic shared memory
-	recSize  = 128
+	rParams  = 22 // 8 × u8: R, F, U, S, W, G, L, A
+	rFlags   = 30 // u8: recTolerance, recThrottled, recExact, recLaunchPDL
+	rGPU     = 32 // u32
+	rSource  = 36 // u32
+	rTool    = 40 // u32
+	rCubin   = 44 // u32
+	rDecOff  = 48 // u32 into the text
+	rDecLen  = 52 // u32
+	rFig     = 56 // 6 × f64: median µs, GB/s, % of ceiling, speedup, p, PDL µs
+	rTime    = 104
+	rPDLSh   = 112 // u32: the PDL launches' dynamic shared memory
+	recSize  = 120
 	aRec     = 0  // u32: the record it belongs to
-	aParams  = 4  // 9 × u16
-	aFlags   = 22 // u8: altKept
-	aCubin   = 24 // u32
-	aDecOff  = 28 // u32
-	aDecLen  = 32 // u32
-	aFig     = 36 // 5 × f64: median µs, GB/s, % of ceiling, speedup, p
-	altSize  = 76
+	aParams  = 4  // 8 × u8
+	aFlags   = 12 // u8: altKept
+	aCubin   = 16 // u32
+	aDecOff  = 20 // u32
+	aDecLen  = 24 // u32
+	aFig     = 28 // 5 × f64: median µs, GB/s, % of ceiling, speedup, p
+	altSize  = 72
 	altKept  = 1
 	nStrings = 1 << 24 // more distinct strings than any cache holds
 )
@@ -270,12 +270,12 @@ func (t *Table) Summary(i int) Summary {
 	return s
 }
 
-// paramsOf reads the knobs of a record (a u16 per knob, space.Knobs
+// paramsOf reads the knob bytes of a record (one per knob, space.Knobs
 // order).
 func paramsOf(b []byte) space.Params {
 	var p space.Params
 	for i, k := range space.Knobs {
-		p = k.With(p, int(binary.LittleEndian.Uint16(b[2*i:])))
+		p = k.With(p, int(b[i]))
 	}
 	return p
 }
@@ -382,14 +382,13 @@ func encodeTable(sums []Summary) []byte {
 
 func putParams(b []byte, p space.Params) {
 	for i, k := range space.Knobs {
-		binary.LittleEndian.PutUint16(b[2*i:], uint16(k.Of(p)))
+		b[i] = byte(k.Of(p))
 	}
 }
 
-// knobRoom is how many knobs a record of the index holds, a u16 each: a
-// new knob changes the record, and so indexMagic (an index of another
-// layout is not read: the summaries are rebuilt from the JSON records).
-const knobRoom = (rFlags - rParams) / 2
+// knobBytes is the room a record of the index has for knobs, one byte
+// each: a new knob changes the record (and so FileVersion).
+const knobBytes = rFlags - rParams
 
 // errIndex is a damaged or foreign index value.
 var errIndex = errors.New("index unreadable")

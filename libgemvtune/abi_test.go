@@ -118,7 +118,7 @@ func canonical(st int, errText string, format string, c gemvtune.Choice) string 
 	if !e.Time.IsZero() {
 		unix = e.Time.Unix()
 	}
-	return line + fmt.Sprintf("%d|%d|%d|%d", unix, c.PDLSharedBytes, i(c.PDLNeedsSharedOptIn()), q.B)
+	return line + fmt.Sprintf("%d|%d|%d", unix, c.PDLSharedBytes, i(c.PDLNeedsSharedOptIn()))
 }
 
 // fixture writes a cache whose records give every source of a choice, and

@@ -39,7 +39,7 @@ extern "C" {
  * older one had; a new minor version only adds. gemvtune_abi_version()
  * returns the library's GEMVTUNE_ABI_VERSION. */
 #define GEMVTUNE_ABI_MAJOR 1
-#define GEMVTUNE_ABI_MINOR 2
+#define GEMVTUNE_ABI_MINOR 1
 #define GEMVTUNE_ABI_VERSION (GEMVTUNE_ABI_MAJOR * 1000 + GEMVTUNE_ABI_MINOR)
 
 /* Return codes. */
@@ -62,8 +62,7 @@ typedef enum gemvtune_status {
 /* An open policy (opaque). */
 typedef struct gemvtune_policy gemvtune_policy;
 
-/* A variant's knobs (docs/design.md, "Knobs and variant IDs") as of abi
- * 1.0; knob b, added later, is gemvtune_choice's field b. */
+/* A variant's knobs (docs/design.md, "Knobs and variant IDs"). */
 typedef struct gemvtune_params {
     int32_t r, f, u, s, w, g, l, a;
 } gemvtune_params;
@@ -104,15 +103,10 @@ typedef struct gemvtune_choice {
     uint32_t pdl_shared_bytes;      /* dynamic shared memory of a PDL launch: shared_bytes, or more where that keeps
                                        an SM from taking more than the grid's even share of blocks */
     int32_t pdl_needs_shared_optin; /* 1: raise CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES to pdl_shared_bytes */
-    /* abi 1.2: a struct of 1.1's size is filled up to pdl_needs_shared_optin. */
-    int32_t b;                      /* knob b: the blocks of an even split of the rows, 0 for none (grid[0] is
-                                       the same count: launch with grid as ever) */
 } gemvtune_choice;
 
 /* sizeof(gemvtune_choice) in abi 1.0, the smallest size the library fills. */
 #define GEMVTUNE_CHOICE_SIZE_1_0 offsetof(gemvtune_choice, pdl_shared_bytes)
-/* sizeof(gemvtune_choice) in abi 1.1. */
-#define GEMVTUNE_CHOICE_SIZE_1_1 offsetof(gemvtune_choice, b)
 
 /* A variant's complete CUDA source and how to compile it. Set size to
  * sizeof(gemvtune_kernel_source) before the call. */

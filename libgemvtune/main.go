@@ -391,17 +391,10 @@ func (p *policy) fill(out *C.gemvtune_choice, format string, ch gemvtune.Choice)
 	out.source = p.cstr(ch.Source)
 	out.reason = p.cstr(ch.Reason)
 	out.class_name = p.cstr(ch.Class)
-	// gemvtune_params holds abi 1.0's knobs in space.Knobs order, the
-	// choice's tail the later ones (TestKnobLists).
+	// gemvtune_params holds the knobs in space.Knobs order (TestKnobLists).
 	knobs := unsafe.Slice((*C.int32_t)(unsafe.Pointer(&out.params)), unsafe.Sizeof(out.params)/unsafe.Sizeof(C.int32_t(0)))
-	i := 0
-	for _, k := range space.Knobs {
-		if k.Letter == abiTailKnob {
-			out.b = C.int32_t(k.Of(ch.Params))
-			continue
-		}
+	for i, k := range space.Knobs {
 		knobs[i] = C.int32_t(k.Of(ch.Params))
-		i++
 	}
 	out.layout = C.int32_t(ch.Layout)
 	out.layout_name = p.cstr(variants.LayoutDescription(format, ch.Layout))
@@ -652,11 +645,6 @@ func gemvtune_reference(format C.gt_cstr, raw C.gt_cbytes, rawLen C.size_t, x C.
 	copy(unsafe.Slice((*float64)(unsafe.Pointer(y)), r), ref)
 	return
 }
-
-// abiTailKnob is the knob added after abi 1.0: gemvtune_choice carries it
-// in its tail (b), so that gemvtune_params and what follows it keep 1.0's
-// layout.
-const abiTailKnob = "b"
 
 // paramsOfC is a zero gemvtune_params, for the tests' size check.
 func paramsOfC() C.gemvtune_params { return C.gemvtune_params{} }

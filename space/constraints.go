@@ -56,19 +56,6 @@ func archReason(a Arch, p Params) string {
 	return ""
 }
 
-// LaunchConflict says why p's launch knobs do not go together ("" when
-// they do): the even split (b) is the bulk-copy ring's walk and fixes the
-// grid itself, so it takes s=3 and no row groups (g).
-func LaunchConflict(p Params) string {
-	switch {
-	case p.B > 0 && p.S != 3:
-		return fmt.Sprintf("b=%d splits rows evenly in the bulk-copy ring's walk: needs s=3, not s=%d", p.B, p.S)
-	case p.B > 0 && p.G > 0:
-		return fmt.Sprintf("b=%d sets the grid itself: g must be 0, not %d", p.B, p.G)
-	}
-	return ""
-}
-
 func exclusionReason(p Params, lim Limits, smem int) string {
 	if err := p.Validate(); err != nil {
 		return err.Error()
@@ -81,9 +68,6 @@ func exclusionReason(p Params, lim Limits, smem int) string {
 		if why := archReason(a, p); why != "" {
 			return why
 		}
-	}
-	if why := LaunchConflict(p); why != "" {
-		return why
 	}
 	if p.R*p.U > MaxInFlight && p.S < 2 { // s=2 and s=3 keep them in shared memory: the smem rules below bound it
 		return fmt.Sprintf("r=%d × u=%d = %d chunk loads in flight per lane > %d (weight registers would spill)", p.R, p.U, p.R*p.U, MaxInFlight)

@@ -44,10 +44,6 @@ func TestCheckRules(t *testing.T) {
 		{"smem ring on sm_80", "r1f0u2s2w8", "sm_80", 16 * kb, ""},
 		{"smem per SM with floor", "r1f2u1s1w8", "sm_90", 128 * kb, "f=2 blocks × smem 128 KB = 256 KB > 228 KB per SM on sm_90"},
 		{"smem per SM fits", "r1f1u1s1w8", "sm_90", 128 * kb, ""},
-		{"even split of a bulk-copy ring", "r1f0u2s3w16b264l2a1", "sm_90", 100 * kb, ""},
-		{"even split needs s=3", "r1f0u2s2w16b264", "sm_90", 16 * kb, "b=264 splits rows evenly in the bulk-copy ring's walk: needs s=3, not s=2"},
-		{"even split of stock's walk", "r1f0u1s0w8b132", "sm_90", 0, "needs s=3, not s=0"},
-		{"even split and row groups", "r1f0u2s3w16g7b264", "sm_90", 100 * kb, "b=264 sets the grid itself: g must be 0, not 7"},
 		{"bad knob", "", "sm_90", 0, "r=5"},
 	}
 	for _, tc := range tests {
@@ -132,7 +128,7 @@ func TestEnumerateCoversSpace(t *testing.T) {
 	ok, ex := space.Enumerate(lim, space.FamilyKnobs{"l": {0, 1, 2}, "a": {0, 1}, "s": {0, 1, 2, 3}}, smem)
 	want := 1
 	for _, k := range space.Knobs {
-		if !k.Launch() { // the tuner derives g and b per shape; Enumerate leaves them 0
+		if k.Letter != "g" { // the tuner derives g per shape; Enumerate leaves it 0
 			want *= len(k.Values)
 		}
 	}
@@ -182,8 +178,8 @@ func TestEnumerateDefaults(t *testing.T) {
 	}
 }
 
-// TestParseRowGroups covers the launch knobs g and b in IDs: optional,
-// after w and before l and a, omitted at 0; g 2..255, b 1..999.
+// TestParseRowGroups covers the launch knob g in IDs: optional, after w and
+// before l and a, omitted at 0 (one group per block), 2..255.
 func TestParseRowGroups(t *testing.T) {
 	for _, tc := range []struct {
 		id   string
@@ -203,11 +199,6 @@ func TestParseRowGroups(t *testing.T) {
 		{"r1f0u1s0w8g256", 0, "g=256 (row groups per block) not in"},
 		{"r1f0u1s0w8l1g8", 0, "unexpected \"g8\" at the end"},
 		{"r1f0u1s0w8g", 0, "knob g needs a number"},
-		{"r1f0u2s3w16b264l2a1", 0, ""},
-		{"r1f0u2s3w16b999", 0, ""},
-		{"r1f0u2s3w16b1000", 0, "knob b needs a number"},
-		{"r1f0u2s3w16b0", 0, "canonical form"},
-		{"r1f0u2s3w16l2b264", 0, "unexpected \"b264\" at the end"},
 	} {
 		p, err := space.Parse(tc.id)
 		if tc.want == "" {

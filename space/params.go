@@ -26,14 +26,6 @@ type Params struct {
 	// from the ID. Per-row summation order does not change, so neither
 	// does the class.
 	G int
-	// B is the grid's blocks when the rows are split evenly (a launch
-	// knob, s=3 only): block b takes the contiguous run of warp units (R
-	// rows each) [b·n/B, (b+1)·n/B) of the n units, its warps one unit
-	// after another, so that a grid of one wave on every SM gives each SM
-	// the same rows to within one unit. 0 (omitted from the ID) is the
-	// row-group walk of G. The tuner sets it to whole waves of the GPU's
-	// SMs; every B > 0 of a variant is one source and one cubin.
-	B int
 	L int // layout (family knob): 0 = raw ecosystem bytes, 1 = repacked planes, 2 = repacked tiles; omitted from the ID when 0
 	A int // activation path (family knob): 0 = f32 activations, 1 = int8 activations with dp4a; omitted when 0
 }
@@ -52,11 +44,10 @@ type Knob struct {
 	Letter string // in IDs, e.g. "r"
 	Name   string // in words, e.g. "rows per warp"
 	Values []int  // the values it may take
-	// Optional knobs are omitted from IDs at 0 (g, b, l, a).
+	// Optional knobs are omitted from IDs at 0 (g, l, a).
 	Optional bool
 	// Define is the #define that carries the knob into the kernel source
-	// ("GEMV_R"); "" for a launch knob (g, b), which the family's source
-	// carries its own way.
+	// ("GEMV_R"); "" for a knob that only sets the launch (g).
 	Define string
 	// Env is the environment variable that overrides the knob on top of an
 	// engine's choice ("GEMV_ROWS_PER_WARP"); "" for none.
@@ -80,7 +71,7 @@ const (
 )
 
 // Knobs lists every knob in ID order: the common ones, then the launch
-// knobs g and b, then the family knobs l and a.
+// knob g, then the family knobs l and a.
 var Knobs = []Knob{
 	{Letter: "r", Name: "rows per warp", Values: []int{1, 2, 3, 4, 6, 8}, Define: "GEMV_R", Env: "GEMV_ROWS_PER_WARP",
 		field: 0},
@@ -94,17 +85,11 @@ var Knobs = []Knob{
 		field: 4},
 	{Letter: "g", Name: "row groups per block", Values: rowGroupValues(), Optional: true, Enumerated: EnumFixed,
 		field: 5},
-	{Letter: "b", Name: "blocks of an even split", Values: evenSplitValues(), Optional: true, Enumerated: EnumFixed,
-		field: 6},
 	{Letter: "l", Name: "layout", Values: []int{0, 1, 2}, Optional: true, Define: "GEMV_L", Enumerated: EnumFamily,
-		field: 7},
+		field: 6},
 	{Letter: "a", Name: "activation path", Values: []int{0, 1}, Optional: true, Define: "GEMV_A", Enumerated: EnumFamily,
-		field: 8},
+		field: 7},
 }
-
-// Launch reports whether the knob only sets the launch (g, b): its value
-// is chosen per shape and GPU, not searched.
-func (k Knob) Launch() bool { return k.Define == "" }
 
 // Of returns the knob's value in p.
 func (k Knob) Of(p Params) int { return *p.field(k.field) }
@@ -132,10 +117,8 @@ func (p *Params) field(i int) *int {
 	case 5:
 		return &p.G
 	case 6:
-		return &p.B
-	case 7:
 		return &p.L
-	case 8:
+	case 7:
 		return &p.A
 	}
 	panic("space: Knob.field out of range")
@@ -174,9 +157,8 @@ func ParamsOf(vs []int) Params {
 // ErrBadID is returned (wrapped) when a variant ID does not parse.
 var ErrBadID = errors.New("invalid variant ID")
 
-// ID returns the canonical variant ID, e.g. "r2f3u1s0w8" (the launch knobs
-// and the family knobs appended as "g8", "b264", "l1" and "a1" only when
-// non-zero).
+// ID returns the canonical variant ID, e.g. "r2f3u1s0w8" (the launch knob
+// and the family knobs appended as "g8", "l1" and "a1" only when non-zero).
 // IDs parse back exactly with Parse.
 func (p Params) ID() string {
 	b := make([]byte, 0, 24)
@@ -217,9 +199,8 @@ func contains(vs []int, v int) bool {
 }
 
 // Parse reads a variant ID: "v1" or a canonical ID such as "r2f3u1s0w8",
-// "r1f0u2s0w8l1", "r2f0u2s1w8a1", "r1f0u4s1w16g8l1a1" or
-// "r1f0u2s3w16b264l2a1". Every common knob must be present once, in order;
-// g, b, l and a are optional (in that order).
+// "r1f0u2s0w8l1", "r2f0u2s1w8a1" or "r1f0u4s1w16g8l1a1". Every common knob
+// must be present once, in order; g, l and a are optional (in that order).
 // Values must be in the knob's value set.
 func Parse(id string) (Params, error) {
 	if id == StockAlias {
@@ -232,7 +213,7 @@ func Parse(id string) (Params, error) {
 			continue
 		}
 		if !strings.HasPrefix(rest, k.Letter) {
-			return Params{}, fmt.Errorf("%w %q: want v1 or r<n>f<n>u<n>s<n>w<n>[g<n>][b<n>][l<n>][a<n>], e.g. r2f3u1s0w8", ErrBadID, id)
+			return Params{}, fmt.Errorf("%w %q: want v1 or r<n>f<n>u<n>s<n>w<n>[g<n>][l<n>][a<n>], e.g. r2f3u1s0w8", ErrBadID, id)
 		}
 		rest = rest[1:]
 		n := 0
@@ -268,20 +249,6 @@ func rowGroupValues() []int {
 	vs := []int{0}
 	for g := 2; g <= MaxRowGroups; g++ {
 		vs = append(vs, g)
-	}
-	return vs
-}
-
-// MaxEvenSplit is the largest value of knob b: three digits, as every
-// knob's value in an ID (five blocks per SM on a GPU of 192 SMs).
-const MaxEvenSplit = 999
-
-// evenSplitValues is knob b's value set: 0 (the row-group walk) and every
-// grid from 1 to MaxEvenSplit blocks.
-func evenSplitValues() []int {
-	vs := make([]int, 0, MaxEvenSplit+1)
-	for b := 0; b <= MaxEvenSplit; b++ {
-		vs = append(vs, b)
 	}
 	return vs
 }

@@ -11,11 +11,9 @@ import (
 
 // sourcesFor lists every candidate of a family the tuner searches that some
 // arch limits allow at all (shape-specific shared memory is checked per
-// job), stock first, and each bulk-copy variant's even splits over
-// evenGrids blocks (evenSplits); with only, exactly those.
-func sourcesFor(fam variants.Family, lim space.Limits, only []string, bulkBuilds bool, evenGrids []int) ([]source, error) {
+// job), stock first; with only, exactly those.
+func sourcesFor(fam variants.Family, lim space.Limits, only []string, bulkBuilds bool) ([]source, error) {
 	ok, _ := searchSpace(fam, lim, nil, bulkBuilds)
-	ok = append(ok, evenSplits(ok, evenGrids)...)
 	if len(only) > 0 {
 		ok = ok[:0]
 		for _, id := range only {
@@ -73,8 +71,8 @@ type build struct {
 // RegsPerSM/(f·threads), so phase two builds f>0 only where that cap is
 // below the f=0 count, once per distinct cap, and stops at the first floor
 // that spills. Every variant skipped is listed with the reason.
-func buildFormat(ctx context.Context, comp *compiler, prio int, fam variants.Family, lim space.Limits, opts Options, extra []source, total int, evenGrids []int) (build, error) {
-	srcs, err := sourcesFor(fam, lim, opts.Only, compilerLacks(comp, space.Params{S: 3}) == "", evenGrids)
+func buildFormat(ctx context.Context, comp *compiler, prio int, fam variants.Family, lim space.Limits, opts Options, extra []source, total int) (build, error) {
+	srcs, err := sourcesFor(fam, lim, opts.Only, compilerLacks(comp, space.Params{S: 3}) == "")
 	if err != nil {
 		return build{}, err
 	}
@@ -111,7 +109,7 @@ func buildFormat(ctx context.Context, comp *compiler, prio int, fam variants.Fam
 	}
 	var chains []*chain
 	for _, c := range b.compiled {
-		if c.Err != nil || c.ID != c.Params.ID() || c.Params.B > 0 { // an even split's floors are its variant's
+		if c.Err != nil || c.ID != c.Params.ID() {
 			continue
 		}
 		ch := &chain{base: c}

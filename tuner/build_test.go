@@ -39,7 +39,7 @@ func TestBuildFloorsStopAtSpill(t *testing.T) {
 	defer func() { candidateFilter = nil }()
 	comp := newCompiler(nv, arch)
 	comp.dir = t.TempDir()
-	b, err := buildFormat(context.Background(), comp, 0, fam, lim, Options{}, nil, 1, nil)
+	b, err := buildFormat(context.Background(), comp, 0, fam, lim, Options{}, nil, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

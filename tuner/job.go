@@ -366,29 +366,13 @@ func pruneUnboundFloors(cands []Candidate) {
 	}
 }
 
-// twinKey is what a variant and its twins have in common: the knobs but
-// for the launch's, g dropped and b reduced to whether it is set (every b
-// > 0 of a variant is one source: variants.Family.Source).
-func twinKey(p space.Params) space.Params {
-	p.G = 0
-	if p.B > 0 {
-		p.B = 1
-	}
-	return p
-}
-
-// withTwins returns comp followed by the twins the worker reported in
-// attrs (IDs that are not compiled themselves: launchTwins), each sharing
-// the cubin and compile result of the variant it is a twin of, in ID
-// order.
+// withTwins returns comp followed by the g twins the worker reported in
+// attrs (IDs that are not compiled themselves), each sharing its g=0
+// variant's cubin and compile result, in ID order.
 func withTwins(comp []compiled, attrs map[string]moduleAttrs) []compiled {
 	byID := make(map[string]int, len(comp))
-	byCubin := make(map[space.Params]int, len(comp))
 	for i, c := range comp {
 		byID[c.ID] = i
-		if _, dup := byCubin[twinKey(c.Params)]; c.Params.G == 0 && !dup {
-			byCubin[twinKey(c.Params)] = i
-		}
 	}
 	var twins []compiled
 	for id := range attrs {
@@ -396,10 +380,12 @@ func withTwins(comp []compiled, attrs map[string]moduleAttrs) []compiled {
 			continue
 		}
 		p, err := space.Parse(id)
-		if err != nil || p.G == 0 && p.B == 0 {
+		if err != nil || p.G == 0 {
 			continue
 		}
-		i, ok := byCubin[twinKey(p)]
+		base := p
+		base.G = 0
+		i, ok := byID[base.ID()]
 		if !ok {
 			continue
 		}

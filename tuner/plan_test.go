@@ -73,7 +73,7 @@ func TestSourcesForEveryFamily(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, fam := range variants.Families() {
-		srcs, err := sourcesFor(fam, lim, nil, true, nil)
+		srcs, err := sourcesFor(fam, lim, nil, true)
 		if err != nil {
 			t.Fatalf("%s: %v", fam.Format().Name(), err)
 		}
@@ -93,7 +93,7 @@ func TestSourcesForEveryFamily(t *testing.T) {
 			}
 		}
 	}
-	if _, err := sourcesFor(variants.Families()[0], lim, []string{"r1f0u1s0w8a1"}, true, nil); err == nil {
+	if _, err := sourcesFor(variants.Families()[0], lim, []string{"r1f0u1s0w8a1"}, true); err == nil {
 		t.Error("an explicit invalid ID was silently skipped")
 	}
 }

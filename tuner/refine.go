@@ -148,7 +148,7 @@ func modeTiming(r ChainResult, pdl bool) ChainTiming {
 
 // refineFastest is how many of a decision's fastest verified candidates
 // (launched alone, besides its choice) are tried in the token; the
-// fastest of each form (formOf: staging, even split) and of each grid share
+// fastest of each staging form (knob s) and of each grid share
 // (GridShare) not among them is tried too, since those start and end
 // differently against the kernels around them. On the H200 the token has
 // chosen both ways at q4_0's gate_up (28672x4096): a grid of two blocks
@@ -170,9 +170,8 @@ type Measured struct {
 // in place of chosen: verified ones other than chosen and stock, exact
 // ones only when chosen is exact (its class among cands; stock, or a
 // variant not among them, counts as exact), the refineFastest fastest
-// launched alone, then the fastest of each form (staging, even split) and
-// of each grid share (share(p), GridShare) that neither chosen nor those
-// have.
+// launched alone, then the fastest of each staging form and of each grid
+// share (share(p), GridShare) that neither chosen nor those have.
 func PickAlternatives(cands []Measured, chosen space.Params, share func(space.Params) int) []space.Params {
 	chosenClass := cache.ClassExact
 	if i := slices.IndexFunc(cands, func(c Measured) bool { return c.Params == chosen }); i >= 0 && !chosen.IsStock() {
@@ -186,27 +185,17 @@ func PickAlternatives(cands []Measured, chosen space.Params, share func(space.Pa
 		}
 	}
 	slices.SortStableFunc(ok, func(a, b Measured) int { return cmp.Compare(a.MedianUS, b.MedianUS) })
-	forms := map[form]bool{formOf(chosen): true}
+	staging := map[int]bool{chosen.S: true}
 	shares := map[int]bool{share(chosen): true}
 	var out []space.Params
 	for i, c := range ok {
-		if f, sh := formOf(c.Params), share(c.Params); i < refineFastest || !forms[f] || !shares[sh] {
+		if sh := share(c.Params); i < refineFastest || !staging[c.Params.S] || !shares[sh] {
 			out = append(out, c.Params)
-			forms[f], shares[sh] = true, true
+			staging[c.Params.S], shares[sh] = true, true
 		}
 	}
 	return out
 }
-
-// form is what PickAlternatives tells apart besides the grid share: the
-// staging (knob s) and whether the rows are split evenly (knob b), which
-// start and end a kernel differently against the kernels around it.
-type form struct {
-	staging int
-	even    bool
-}
-
-func formOf(p space.Params) form { return form{p.S, p.B > 0} }
 
 // GridShare is the class of p's grid at job on a GPU of sms SMs that
 // PickAlternatives tells apart: its even share of blocks per SM,

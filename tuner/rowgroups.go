@@ -1,9 +1,6 @@
 package tuner
 
 import (
-	"slices"
-
-	"github.com/gemvtune/gemvtune/internal/gpu"
 	"github.com/gemvtune/gemvtune/space"
 )
 
@@ -57,62 +54,4 @@ func rowGroupTwins(p space.Params, rows, blocksPerSM, sms int) []int {
 		}
 	}
 	return gs
-}
-
-// evenSplits are the even splits (knob b) the tuner measures besides ps:
-// every bulk-copy variant (s=3) without a floor, over one block per SM of
-// each GPU size in grids. Where more blocks are resident the worker adds
-// the wave of them as a twin (launchTwins). Against the row-group walk's
-// one-wave grid, which leaves SMs idle where the groups do not divide
-// evenly (q4_0's gate_up, 28672x4096 at r1 w16: 1792 groups on 256 blocks,
-// 224 rows on each of 128 SMs), the even split gives each of the 132 SMs
-// 217 or 218 rows; on the H200 that took gate_up's share of the token from
-// 18 µs over its reads to none (docs/results.md, "twenty-fifth lease").
-func evenSplits(ps []space.Params, grids []int) []space.Params {
-	var out []space.Params
-	for _, p := range ps {
-		if p.S != 3 || p.F != 0 || p.G != 0 || p.B != 0 {
-			continue
-		}
-		for _, b := range grids {
-			if b > 0 && b <= space.MaxEvenSplit {
-				p.B = b
-				out = append(out, p)
-			}
-		}
-	}
-	return out
-}
-
-// smCounts is the distinct SM counts of infos, in order.
-func smCounts(infos []gpu.Info) []int {
-	var out []int
-	for _, in := range infos {
-		if !slices.Contains(out, in.SMs) {
-			out = append(out, in.SMs)
-		}
-	}
-	return out
-}
-
-// launchTwins lists the variants p is measured as besides itself, with
-// the same cubin and their own grid: a row-group walk's one-wave twins
-// (knob g, rowGroupTwins), and for an even split over one block per SM
-// where more are resident, the split over all of them.
-func launchTwins(p space.Params, rows, blocksPerSM, sms int) []space.Params {
-	var out []space.Params
-	switch {
-	case p.S == 0 || p.G != 0:
-	case p.B == 0:
-		for _, g := range rowGroupTwins(p, rows, blocksPerSM, sms) {
-			t := p
-			t.G = g
-			out = append(out, t)
-		}
-	case p.B == sms && blocksPerSM > 1 && blocksPerSM*sms <= space.MaxEvenSplit:
-		t := p
-		t.B = blocksPerSM * sms
-		out = append(out, t)
-	}
-	return out
 }

@@ -3,7 +3,6 @@ package tuner
 import (
 	"bytes"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/gemvtune/gemvtune/space"
@@ -87,54 +86,6 @@ func TestWithTwins(t *testing.T) {
 	}
 	if len(comp) != 2 || comp[0].ID != base.ID() {
 		t.Errorf("withTwins changed its input: %v", comp)
-	}
-}
-
-// TestEvenSplitTwins: the even splits the build adds (every s=3 variant
-// without a floor, one block per SM of each GPU size) and the twins the
-// worker adds to each (all resident blocks), sharing its cubin.
-func TestEvenSplitTwins(t *testing.T) {
-	var ps []space.Params
-	for _, id := range []string{"r1f0u2s3w16l2a1", "r1f2u2s3w16l2a1", "r2f0u2s2w16l1", "r4f0u1s3w8", "v1"} {
-		ps = append(ps, mustParse(t, id))
-	}
-	var got []string
-	for _, p := range evenSplits(ps, []int{132, 114}) {
-		got = append(got, p.ID())
-	}
-	if want := "r1f0u2s3w16b132l2a1 r1f0u2s3w16b114l2a1 r4f0u1s3w8b132 r4f0u1s3w8b114"; strings.Join(got, " ") != want {
-		t.Errorf("evenSplits = %v, want %s", got, want)
-	}
-	for _, tc := range []struct {
-		id                     string
-		rows, blocksPerSM, sms int
-		want                   string
-	}{
-		{"r1f0u2s3w16b132l2a1", 28672, 2, 132, "r1f0u2s3w16b264l2a1"},
-		{"r1f0u2s3w16b132l2a1", 28672, 1, 132, ""},                                 // one resident: itself only
-		{"r1f0u2s3w16b114l2a1", 28672, 2, 132, ""},                                 // built for another GPU
-		{"r4f0u1s3w8b132", 28672, 8, 132, ""},                                      // 1056 blocks: beyond b's values
-		{"r1f0u2s3w16l2a1", 28672, 2, 132, "r1f0u2s3w16g7l2a1 r1f0u2s3w16g14l2a1"}, // the row-group walk's
-		{"r1f0u2s3w16g7l2a1", 28672, 2, 132, ""},
-		{"r1f0u1s0w8", 28672, 8, 132, ""},
-	} {
-		var got []string
-		for _, p := range launchTwins(mustParse(t, tc.id), tc.rows, tc.blocksPerSM, tc.sms) {
-			got = append(got, p.ID())
-		}
-		if strings.Join(got, " ") != tc.want {
-			t.Errorf("launchTwins(%s, %d rows, %d/SM × %d) = %v, want %q", tc.id, tc.rows, tc.blocksPerSM, tc.sms, got, tc.want)
-		}
-	}
-	split := mustParse(t, "r1f0u2s3w16b132l2a1")
-	plain := mustParse(t, "r1f0u2s3w16l2a1")
-	comp := []compiled{
-		{source: source{ID: plain.ID(), Params: plain}, Cubin: []byte("P")},
-		{source: source{ID: split.ID(), Params: split}, Cubin: []byte("E")},
-	}
-	tw := withTwins(comp, map[string]moduleAttrs{"r1f0u2s3w16b264l2a1": {}, "r1f0u2s3w16g7l2a1": {}})
-	if len(tw) != 4 || tw[2].ID != "r1f0u2s3w16b264l2a1" || string(tw[2].Cubin) != "E" || tw[3].ID != "r1f0u2s3w16g7l2a1" || string(tw[3].Cubin) != "P" {
-		t.Errorf("withTwins: %+v, want b264 on the split's cubin and g7 on the plain one's", tw)
 	}
 }
 

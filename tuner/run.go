@@ -157,7 +157,7 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 			pb := builds[f]
 			fam, err := variants.FamilyOf(f)
 			if err == nil {
-				pb.b, err = buildFormat(ctx, comp, prio, fam, lim, opts, extra[f], len(jobs), smCounts(infos))
+				pb.b, err = buildFormat(ctx, comp, prio, fam, lim, opts, extra[f], len(jobs))
 			}
 			pb.err = err
 			close(pb.done)

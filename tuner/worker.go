@@ -242,12 +242,12 @@ func (w *worker) setShape(req request) response {
 			}
 			attrs[id] = a
 			m.attrs.PDLShared = a.PDLShared
-			if !req.RowGroups || a.Err != "" {
+			if !req.RowGroups || a.Err != "" || m.params.S == 0 || m.params.G != 0 {
 				continue
 			}
-			for _, tp := range launchTwins(m.params, req.Rows, a.BlocksPerSM, w.info.SMs) {
+			for _, g := range rowGroupTwins(m.params, req.Rows, a.BlocksPerSM, w.info.SMs) {
 				t := *m
-				t.params = tp
+				t.params.G = g
 				ta := a
 				if err := w.pin(c, m.fn, fam.Launch(t.params, req.Rows, req.Cols), &ta, &limit); err != nil {
 					ta.Err = err.Error()

@@ -259,8 +259,7 @@ func (f *family) Source(p space.Params) (string, error) {
 	// gridDim.x), so every g of it shares one source and one cubin; an s=0
 	// variant gets the loop only when g > 0 (stock stays loop-free).
 	loop := p.S >= 1 || p.G > 0
-	even := p.B > 0 // every b of a variant is one source (b only sets the grid)
-	p.G, p.B = 0, 0
+	p.G = 0
 	var b strings.Builder
 	fmt.Fprintf(&b, "// gemvtune %s %s (%s, source %s)\n", f.format, p.ID(), generatorVersion, f.hash)
 	for _, k := range space.Knobs {
@@ -273,7 +272,7 @@ func (f *family) Source(p space.Params) (string, error) {
 		v    int
 	}{{"GEMV_CHUNK", f.chunk}, {"GEMV_XQ_EVENODD", b2i(f.int8EvenOdd)}, {"GEMV_LOOP", b2i(loop)},
 		{"GEMV_P16", f.rings[p.L].p16}, {"GEMV_P4", f.rings[p.L].p4}, {"GEMV_TILE", f.bulkTileBytes(p.L)},
-		{"GEMV_BULK_LAND_FIRST", b2i(f.bulkLandFirst)}, {"GEMV_EVEN", b2i(even)}} {
+		{"GEMV_BULK_LAND_FIRST", b2i(f.bulkLandFirst)}} {
 		fmt.Fprintf(&b, "#define %s %d\n", d.name, d.v)
 	}
 	b.WriteString(f.src)
@@ -292,9 +291,6 @@ func (f *family) checkParams(p space.Params) error {
 	}
 	if !slices.Contains(f.acts, p.A) {
 		return fmt.Errorf("%w: %s has no activation path a=%d (accepted: %s)", ErrShape, f.format, p.A, joinInts(f.acts))
-	}
-	if why := space.LaunchConflict(p); why != "" {
-		return fmt.Errorf("%w: %s %s: %s", ErrShape, f.format, p.ID(), why)
 	}
 	if p.A == 1 && p.S == 0 {
 		return fmt.Errorf("%w: %s %s: a=1 stages int8 activations in shared memory: needs s ≥ 1", ErrShape, f.format, p.ID())
@@ -376,7 +372,7 @@ func (f *family) blockWeights() int {
 
 // Launch returns block = 32*W threads, grid = ceil(ceil(rows / (R*W)) / G)
 // blocks (G = 0 counts as 1: each block walks its row groups of R*W rows at
-// a stride of the grid), or B blocks for the even split (b > 0), and, for s=1, the dynamic shared memory of x staged once per block: cols*4
+// a stride of the grid) and, for s=1, the dynamic shared memory of x staged once per block: cols*4
 // bytes plus, for chunks of 32 weights or more, 16 bytes of padding per
 // chunk (docs/kernels.md: it keeps the lanes' 16-byte reads conflict-free).
 // For a=1 it is the int8 form: 48 bytes per group of 32 x (32 q bytes, then
@@ -390,9 +386,6 @@ func (f *family) Launch(p space.Params, rows, cols int) Launch {
 	}
 	if p.G > 1 {
 		l.Grid[0] = (l.Grid[0] + uint32(p.G) - 1) / uint32(p.G)
-	}
-	if p.B > 0 {
-		l.Grid[0] = uint32(p.B)
 	}
 	switch {
 	case p.A == 1:

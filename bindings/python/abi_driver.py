@@ -26,7 +26,7 @@ def canonical(st, err, c):
         str(int(c.needs_shared_optin)), str(int(c.pdl_supported)), str(int(c.pdl_pays)), bits(c.error_bound),
         str(int(c.has_evidence)), bits(c.median_us), bits(c.gbs), bits(c.pct_ceiling), bits(c.speedup),
         bits(c.p_value), bits(c.pdl_us), c.gpu_name, c.tuned_shape, str(c.tuned_unix),
-        str(c.pdl_shared_bytes), str(int(c.pdl_needs_shared_optin)), str(p["b"]),
+        str(c.pdl_shared_bytes), str(int(c.pdl_needs_shared_optin)),
     ]
     return "|".join(fields)
 

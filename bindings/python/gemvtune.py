@@ -68,7 +68,6 @@ class _Choice(ctypes.Structure):
         ("tuned_unix", ctypes.c_int64),
         ("pdl_shared_bytes", ctypes.c_uint32),
         ("pdl_needs_shared_optin", ctypes.c_int32),
-        ("b", ctypes.c_int32),
     ]
 
 
@@ -90,7 +89,6 @@ class Choice:
         s = lambda b: b.decode() if b is not None else ""
         self.id, self.source, self.reason, self.class_name = s(c.id), s(c.source), s(c.reason), s(c.class_name)
         self.params = {k: getattr(c.params, k) for k in "rfuswgla"}
-        self.params["b"] = c.b  # abi 1.2: the choice's tail
         self.layout, self.layout_name = c.layout, s(c.layout_name)
         self.cubin = ctypes.string_at(c.cubin, c.cubin_len) if c.cubin else None
         self.entry = s(c.entry)

@@ -91,10 +91,10 @@ func TestExactAlternativeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, q := d.Winner.Params, d.Exact.Winner.Params
-	row := `{"sm_90", "fake-gpu", "q4_0", 4096, 14336, ` + ints(p.R, p.F, p.U, p.S, p.W, p.G, p.B, p.L, p.A, 0, 1, q.R, q.F, q.U, q.S, q.W, q.G, q.B, q.L, q.A) + `}`
+	row := `{"sm_90", "fake-gpu", "q4_0", 4096, 14336, ` + ints(p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A, 0, 1, q.R, q.F, q.U, q.S, q.W, q.G, q.L, q.A) + `}`
 	s := space.Stock
-	keptRow := `{"sm_90", "fake-gpu", "q4_0", 8192, 14336, ` + ints(p.R, p.F, p.U, p.S, p.W, p.G, p.B, p.L, p.A, 0, 1, s.R, s.F, s.U, s.S, s.W, s.G, s.B, s.L, s.A) + `}`
-	for _, want := range []string{row, keptRow, "int r, f, u, s, w, g, b, l, a;"} {
+	keptRow := `{"sm_90", "fake-gpu", "q4_0", 8192, 14336, ` + ints(p.R, p.F, p.U, p.S, p.W, p.G, p.L, p.A, 0, 1, s.R, s.F, s.U, s.S, s.W, s.G, s.L, s.A) + `}`
+	for _, want := range []string{row, keptRow, "int r, f, u, s, w, g, l, a;"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("header lacks %s:\n%s", want, out.String())
 		}

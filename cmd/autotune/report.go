@@ -208,11 +208,8 @@ func buildView(e reportEntry) reportView {
 		fixed = space.Stock
 	}
 	grid := "plain grid (g=0)"
-	switch {
-	case fixed.G > 0:
+	if fixed.G > 0 {
 		grid = "one-wave grid (g>0, set per variant)"
-	case fixed.B > 0:
-		grid = "even split (b>0, whole waves of the SMs)"
 	}
 	v.Fixed = fmt.Sprintf("u=%d s=%d w=%d l=%d a=%d, %s (the winner's); stock is %s", fixed.U, fixed.S, fixed.W, fixed.L, fixed.A, grid, space.Stock.ID())
 	v.Plot = template.HTML(plotSVG(e, fixed))

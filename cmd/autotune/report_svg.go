@@ -41,12 +41,11 @@ func isFailure(s string) bool {
 }
 
 // sameFixed reports whether p has the fixed knobs u, s, w, l and a, and
-// the same kind of grid: plain (g=0, b=0), one wave of row groups (any
-// g > 0, which the tuner sets per variant from its rows per block and
-// occupancy) or an even split (any b > 0, whole waves of the SMs).
+// the same kind of grid: plain (g=0) or one wave (any g > 0, which the
+// tuner sets per variant from its rows per block and occupancy).
 func sameFixed(p, fixed space.Params) bool {
 	return p.U == fixed.U && p.S == fixed.S && p.W == fixed.W && p.L == fixed.L && p.A == fixed.A &&
-		(p.G == 0) == (fixed.G == 0) && (p.B == 0) == (fixed.B == 0)
+		(p.G == 0) == (fixed.G == 0)
 }
 
 // plotSVG draws GB/s against rows per warp for the candidates of e that

@@ -45,8 +45,8 @@ static void print_choice(FILE* f, int st, const char* err, const gemvtune_choice
     fprintf(f, "|%016" PRIx64 "|%016" PRIx64 "|%016" PRIx64 "|%016" PRIx64 "|%016" PRIx64 "|%016" PRIx64,
             bits(c->median_us), bits(c->gbs), bits(c->pct_ceiling), bits(c->speedup), bits(c->p_value),
             bits(c->pdl_us));
-    fprintf(f, "|%s|%s|%" PRId64 "|%u|%d|%d\n", c->gpu_name, c->tuned_shape, c->tuned_unix, c->pdl_shared_bytes,
-            c->pdl_needs_shared_optin, c->b);
+    fprintf(f, "|%s|%s|%" PRId64 "|%u|%d\n", c->gpu_name, c->tuned_shape, c->tuned_unix, c->pdl_shared_bytes,
+            c->pdl_needs_shared_optin);
 }
 
 typedef struct query {

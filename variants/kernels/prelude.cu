@@ -665,8 +665,8 @@ GEMV_KERNEL_HEAD                                                                
 #if GEMV_S == 3
 // s=3: whole tiles through a two-slot ring. Lane 0 of each warp is the
 // producer: an item is one copy per live row of the warp of the next u
-// tiles of that row (fewer at the row's end), row after row in the order the
-// consumer walks them (GEMV_WALK_ROW), copied into slot item % 2 and counted
+// tiles of that row (fewer at the row's end), row group after row group
+// (the groups the consumer walks), copied into slot item % 2 and counted
 // on that slot's barrier. Every lane waits for the slot's phase, reads its
 // chunk of each tile (chunk_land_tile) and consumes them in order; after
 // __syncwarp (every lane has read the slot) lane 0 refills the slot with
@@ -694,8 +694,8 @@ GEMV_KERNEL_HEAD                                                                
         }                                                                               \
         if ((pt += nq) == nt) {                                                         \
             pt = 0;                                                                     \
-            pg += GEMV_WALK_STEP;                                                       \
-            prow = GEMV_WALK_ROW(pg);                                                   \
+            pg += gridDim.x;                                                            \
+            prow = pg < ngroups ? (pg * GEMV_W + warp) * GEMV_R : rows;                 \
         }                                                                               \
     }
 // Tile j of a landed slot: each row's chunk of it, into registers.
@@ -712,33 +712,10 @@ GEMV_KERNEL_HEAD                                                                
         GEMV_BULK_LAND(ch, slot, row0, rows, j, lane)                                   \
         chunk_consume(acc, ch, x, 32 * ((t) + (j)) + (lane));                           \
     }
-// Which rows a warp walks, as a cursor u (GEMV_WALK_FIRST, then
-// GEMV_WALK_STEP on) and the first row of u (GEMV_WALK_ROW; rows when the
-// warp is done). The row-group walk: u is a row group of GEMV_W units of
-// GEMV_R rows, block b takes groups b, b + grid, ..., its warp w unit w of
-// each. The even split (knob b, GEMV_EVEN): u is a unit of GEMV_R rows,
-// block b takes the contiguous run [b·n/grid, (b+1)·n/grid) of the n units
-// and its warps take them in turn, so that one wave on every SM gives each
-// SM the same rows to within one unit.
-#if GEMV_EVEN
-#define GEMV_WALK_HEAD                                                                  \
-    const int nunits = (rows + GEMV_R - 1) / GEMV_R;                                    \
-    const int ubeg = (int)((long long)blockIdx.x * nunits / gridDim.x);                 \
-    const int uend = (int)((long long)(blockIdx.x + 1) * nunits / gridDim.x);
-#define GEMV_WALK_FIRST (ubeg + warp)
-#define GEMV_WALK_STEP GEMV_W
-#define GEMV_WALK_ROW(u) ((u) < uend ? (u) * GEMV_R : rows)
-#else
-#define GEMV_WALK_HEAD                                                                  \
-    const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);
-#define GEMV_WALK_FIRST ((int)blockIdx.x)
-#define GEMV_WALK_STEP ((int)gridDim.x)
-#define GEMV_WALK_ROW(u) ((u) < ngroups ? ((u) * GEMV_W + warp) * GEMV_R : rows)
-#endif
 #define GEMV_DEFINE_KERNEL                                                              \
 GEMV_KERNEL_HEAD                                                                        \
     const int nt = cols / (32 * GEMV_CHUNK); /* tiles per row (the gate: whole) */     \
-    GEMV_WALK_HEAD                                                                      \
+    const int ngroups = (rows + GEMV_R * GEMV_W - 1) / (GEMV_R * GEMV_W);               \
     const u32 stage = gemv_stage_bytes(cols);                                           \
     const unsigned char* ring = (const unsigned char*)gemv_xs + stage + warp * GEMV_BULK_WARP_BYTES; \
     const u32 ring_s = gemv_smem_addr(ring);                                            \
@@ -749,16 +726,16 @@ GEMV_KERNEL_HEAD                                                                
         gemv_bar_init_fence();                                                          \
     }                                                                                   \
     __syncwarp();                                                                       \
-    int pg = GEMV_WALK_FIRST, pt = 0;                                                   \
-    int prow = GEMV_WALK_ROW(pg);                                                       \
+    int pg = blockIdx.x, pt = 0;                                                        \
+    int prow = (pg * GEMV_W + warp) * GEMV_R;                                           \
     gemv_prefetch_first_rows(W, g.rowBytes, prow, rows, lane);                          \
     gemv_pdl_wait();                                                                    \
     float4 xpre[GEMV_XPRE_MAX];                                                         \
     gemv_stage_begin(x, cols, xpre);                                                    \
     _Pragma("unroll") for (int k = 0; k < GEMV_BULK_SLOTS; k++) { GEMV_BULK_ISSUE(k) } \
     gemv_stage_end(x, cols, xpre);                                                      \
-    int grp = GEMV_WALK_FIRST;                                                          \
-    int row0 = GEMV_WALK_ROW(grp);                                                      \
+    int grp = blockIdx.x;                                                               \
+    int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
     u32 item = 0;                                                                       \
     while (row0 < rows) {                                                               \
         float acc[GEMV_R];                                                              \
@@ -789,8 +766,8 @@ GEMV_KERNEL_HEAD                                                                
             if (prow >= rows) gemv_pdl_release(); /* nothing left to issue */           \
         }                                                                               \
         GEMV_STORE_ROWS                                                                 \
-        grp += GEMV_WALK_STEP;                                                          \
-        row0 = GEMV_WALK_ROW(grp);                                                      \
+        grp += gridDim.x;                                                               \
+        row0 = grp < ngroups ? (grp * GEMV_W + warp) * GEMV_R : rows;                   \
     }                                                                                   \
     gemv_pdl_release(); /* a warp with no rows released nothing in the loop */          \
 }
