@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/gemvtune/gemvtune/cache"
 	"github.com/gemvtune/gemvtune/internal/gpu"
@@ -222,8 +223,13 @@ func Alternatives(job Job, cands []Measured, chosen space.Params, sms int) []Cha
 	return out
 }
 
+// aloneSep separates, in a decision the token chose, why it was chosen
+// there from the decision made alone.
+const aloneSep = "; alone "
+
 // applyRefinement returns the decisions among ds whose winner ref chose in
-// the token, updated (RefineDecisions).
+// the token, updated (RefineDecisions). A decision an earlier refinement
+// changed keeps what ran alone (TokenChoice.Isolated, its reason).
 func applyRefinement(ds []Decision, ref Refinement, model string, pdl bool) []Decision {
 	var changed []Decision
 	for _, v := range ref.Chosen {
@@ -236,7 +242,15 @@ func applyRefinement(ds []Decision, ref Refinement, model string, pdl bool) []De
 		if j < 0 {
 			continue
 		}
-		isolated := d.Winner.ID
+		// What ran alone: the winner, or, for a choice an earlier
+		// refinement made, the winner it replaced and that one's reason.
+		before, isolated, alone := d.Winner.ID, d.Winner.ID, d.Reason
+		if d.Token != nil {
+			isolated = d.Token.Isolated
+			if i := strings.Index(d.Reason, aloneSep); i >= 0 {
+				alone = d.Reason[i+len(aloneSep):]
+			}
+		}
 		w := d.Candidates[j]
 		w.PDLUS, w.PDLShared, w.LaunchPDL = 0, int(v.PDLShared), pdl
 		d.Winner, d.Cubin, d.Kept = w, v.Cubin, false
@@ -248,8 +262,8 @@ func applyRefinement(ds []Decision, ref Refinement, model string, pdl bool) []De
 			d.Exact = nil
 		}
 		d.Token = &TokenChoice{Model: model, Isolated: isolated, PDL: pdl, TokenUS: ref.Together.MedianUS, BaseTokenUS: ref.BaseAgain.MedianUS}
-		d.Reason = fmt.Sprintf("%s: chosen in the %s token, %+.2f %% per token (%.1f against %.1f µs with %s); alone %s",
-			w.ID, model, 100*ref.Change(), ref.Together.MedianUS, ref.BaseAgain.MedianUS, isolated, d.Reason)
+		d.Reason = fmt.Sprintf("%s: chosen in the %s token, %+.2f %% per token (%.1f against %.1f µs with %s)%s%s",
+			w.ID, model, 100*ref.Change(), ref.Together.MedianUS, ref.BaseAgain.MedianUS, before, aloneSep, alone)
 		changed = append(changed, d)
 	}
 	return changed

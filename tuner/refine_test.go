@@ -215,6 +215,20 @@ func TestApplyRefinement(t *testing.T) {
 	if d.Winner.ID != alone.ID {
 		t.Error("the caller's decision changed")
 	}
+	// A second round that moves it back keeps what ran alone: the first
+	// winner and its reason, not the first round's choice.
+	third := Candidate{ID: "r2f0u4s3w16l2a1", Params: p("r2f0u4s3w16l2a1"), Class: "tolerance", Status: StatusOK, MedianUS: 4.2}
+	g.Candidates = append(g.Candidates, third)
+	together2, base2 := ChainTiming{MedianUS: 1150}, ChainTiming{MedianUS: 1160}
+	ref2 := Refinement{Chosen: []ChainVariant{{Format: "q4_0", Rows: 4096, Cols: 4096, Params: third.Params, Cubin: []byte("third")}},
+		Together: &together2, BaseAgain: &base2}
+	got = applyRefinement([]Decision{g}, ref2, "llama-3-8b", true)
+	if len(got) != 1 || got[0].Token.Isolated != alone.ID || string(got[0].Cubin) != "third" {
+		t.Fatalf("second round: %+v", got)
+	}
+	if want := "r2f0u4s3w16l2a1: chosen in the llama-3-8b token, -0.86 % per token (1150.0 against 1160.0 µs with r1f0u4s3w16g2l2); alone r2f0u2s3w16l2a1: +400 % over v1"; got[0].Reason != want {
+		t.Errorf("second round's reason %q, want %q", got[0].Reason, want)
+	}
 }
 
 func TestRefinementChange(t *testing.T) {

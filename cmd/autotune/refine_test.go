@@ -71,9 +71,18 @@ func TestTuneRefine(t *testing.T) {
 	swap(t, &runFn, (&fakeRun{}).run)
 	swap(t, &localGPUsFn, fakeGPUs)
 	alt := space.Params{R: 2, F: 3, U: 2, S: 0, W: 8} // fakeDecision's other variant
-	var gotStages int
+	var gotStages, rounds int
 	swap(t, &refineTunedFn, func(_ context.Context, model string, stages []tuner.ChainStage, ds []tuner.Decision, o tuner.RefineOptions) ([]tuner.Decision, tuner.Refinement, error) {
 		gotStages = len(stages)
+		if rounds++; rounds > 1 {
+			// The second round runs the first's choice and keeps it.
+			for _, st := range stages {
+				if st.Rows == 28672 && st.Cols == 4096 && st.Params != alt {
+					t.Errorf("round %d runs gate_up's %s, want the first round's %s", rounds, st.Params.ID(), alt.ID())
+				}
+			}
+			return nil, tuner.Refinement{Trials: make([]tuner.RefineTrial, 3), Base: tuner.ChainTiming{MedianUS: 1160}}, nil
+		}
 		if model != "llama-3-8b" || !o.PDL {
 			t.Errorf("model %q, PDL %v", model, o.PDL)
 		}
@@ -97,8 +106,11 @@ func TestTuneRefine(t *testing.T) {
 	if err := tuneMain(context.Background(), []string{"--arch", "sm_90", "--model", "llama-3-8b", "--formats", "q4_0", "--cache", db, "--refine"}, &out, &errw); err != nil {
 		t.Fatalf("%v (%s)", err, errw.String())
 	}
-	if gotStages != 32*4+1 {
-		t.Errorf("%d stages, want the whole token", gotStages)
+	if gotStages != 32*4+1 || rounds != 2 {
+		t.Errorf("%d stages, %d rounds; want the whole token, twice (the second keeps the first's choice)", gotStages, rounds)
+	}
+	if want := "autotune: refine q4_0 (round 2): none of 3 alternatives made the token faster beyond the intervals (1160.0 µs)"; !strings.Contains(errw.String(), want) {
+		t.Errorf("stderr lacks %q:\n%s", want, errw.String())
 	}
 	if want := "autotune: refine q4_0: kept 28672x4096 r2f3u2s0w8: 1160.0 against 1168.0 µs per token (-0.68 %)"; !strings.Contains(errw.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errw.String())
