@@ -23,9 +23,11 @@ import (
 // kilobyte of each first row to L2 before it); with x set every block
 // then reads xn words of x, as a GEMV stages its x (an L2 hit) after the
 // wait; with early set its first pass's loads are issued before the wait;
-// with y set it then writes yn zeros to y, the stage's output, so that the
-// next stage finds its x in L2 as it does after a GEMV (the attribution's
-// reads). It lets the next kernel launch once its loads are done, as the
+// with y set it then writes yn values to y, the stage's output, so that
+// the next stage finds its x in L2 as it does after a GEMV (the
+// attribution's reads): nonzero normal floats of either sign, since an x
+// of zeros quantizes faster (a group whose amax is 0 skips its reciprocal)
+// and the stage after would be charged less than after a GEMV. It lets the next kernel launch once its loads are done, as the
 // GEMVs do after their last row group.
 const ceilingSource = `
 extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n, unsigned* out) {
@@ -41,6 +43,11 @@ extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n,
     }
     for (; i < n; i += stride) { uint4 a = __ldg(p + i); acc ^= a.x ^ a.y ^ a.z ^ a.w; }
     if (acc == 0x9e3779b9u) out[0] = acc;
+}
+// A stand-in for a GEMV's output j: +-[0.5, 1), varying with j.
+__device__ __forceinline__ float chain_read_y(unsigned j) {
+    const unsigned h = j * 2654435761u;
+    return __uint_as_float(0x3f000000u | (h & 0x80000000u) | (h >> 9));
 }
 extern "C" __global__ void chain_read(const uint4* __restrict__ p, unsigned n, unsigned* out, int wait, int early,
                                       const uint4* x, unsigned xn, float* y, unsigned yn) {
@@ -62,7 +69,7 @@ extern "C" __global__ void chain_read(const uint4* __restrict__ p, unsigned n, u
 #pragma unroll
         for (int k = 0; k < 8; k++) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
     }
-    for (unsigned j = blockIdx.x * blockDim.x + threadIdx.x; j < yn; j += stride) y[j] = 0.0f;
+    for (unsigned j = blockIdx.x * blockDim.x + threadIdx.x; j < yn; j += stride) y[j] = chain_read_y(j);
 #if __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif

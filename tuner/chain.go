@@ -52,11 +52,12 @@ type ChainOptions struct {
 	// Attribute, with PDL, also times the token with PDL edges once per
 	// (format, shape) of its stages, every stage of that shape run by the
 	// streaming read of its weights, which waits at griddepcontrol.wait
-	// and then reads the stage's own x and writes zeros to its y, so that
-	// the stage after it finds its x in L2 as after a GEMV
-	// (ChainResult.Attribution): the token with PDL edges less such a
-	// token is what that shape's GEMVs cost beyond a read of their bytes.
-	// Those graphs' outputs are not checked (a read's y is zeros).
+	// and then reads the stage's own x and writes stand-in values to its
+	// y (nonzero, as a GEMV's are), so that the stage after it finds its
+	// x in L2 as after a GEMV (ChainResult.Attribution): the token with
+	// PDL edges less such a token is what that shape's GEMVs cost beyond
+	// a read of their bytes. Those graphs' outputs are not checked (a
+	// read's y is not a product).
 	Attribute bool
 	// Trials are other choices for some of the token's stages, each timed
 	// as a whole token beside the others (ChainResult.Trials): with PDL
@@ -865,8 +866,8 @@ func launchStage(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev,
 // captureAttribution captures the token with PDL edges before every stage
 // but the first: each stage of job run by the streaming read fn with cfg
 // over its weights, waiting first, then reading the stage's own x (x, the
-// token's, or the y of the stage before) and writing zeros to its y, so
-// that the stage after it reads an x in L2 as after a GEMV; the others as
+// token's, or the y of the stage before) and writing stand-in values to
+// its y, so that the stage after it reads an x in L2 as after a GEMV; the others as
 // captureChain runs them with PDL edges; and instantiates the graph.
 func captureAttribution(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, job Job, fn gpu.Function, cfg gpu.LaunchConfig, out, x gpu.DevPtr) (gpu.GraphExec, error) {
 	return captureGraph(c, s, len(devs), func(i int) error {
@@ -900,8 +901,8 @@ func captureReads(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfi
 // over d's weights (rounded down to 16 bytes): with a PDL edge where pdl,
 // waiting at griddepcontrol.wait first where wait, reading xBytes of x
 // (rounded down to 16; none where x is 0) after it, its first loads issued
-// before it where early, and writing yn zeros to y after its loads (none
-// where y is 0).
+// before it where early, and writing yn stand-in values to y after its
+// loads (none where y is 0).
 func launchRead(c *gpu.Ctx, s gpu.Stream, fn gpu.Function, cfg gpu.LaunchConfig, d chainDev, out, x gpu.DevPtr, xBytes int, y gpu.DevPtr, yn int, pdl, wait, early bool) error {
 	flag := func(b bool) int32 {
 		if b {

@@ -51,9 +51,10 @@ from this build's source), e.g. --try q4_0:28672x4096:r2f0u2s3w16g4l2a1.
 With --chain --attribute (sm_90+), the tuned token with PDL edges is also
 run once per shape with that shape's GEMVs replaced by a streaming read of
 their weights that waits for the kernel before, reads its own x and
-writes zeros to its y (the next stage's x, in L2 as after a GEMV), and a
-table per format says what each shape's GEMVs cost beyond such reads, per
-token and per GEMV: where the token's time over one read per stage goes.
+writes nonzero stand-ins to its y (the next stage's x, in L2 as after a
+GEMV), and a table per format says what each shape's GEMVs cost beyond
+such reads, per token and per GEMV: where the token's time over one read
+per stage goes.
 With --warm-l2 every launch reads one copy of the weights, as harnesses
 that replay one matrix do (ggml's test-backend-ops): below the L2 size the
 times are L2-warm, for like-for-like comparisons with such harnesses only.

@@ -249,42 +249,63 @@ __device__ __forceinline__ float gemv_max_nan(float a, float b) {
 #endif
 }
 
-// Quantize the float4 number i of x (values 4i..4i+3, group i/8) and store
-// it; the whole warp calls it together (8 aligned lanes share a group's
-// shuffles); ok is false for lanes past the end, which hold zeros.
-// d = amax·(1/127) and id = 1/d, both rounded to f32 (the host model in
-// variants/int8_test.go does the same); q = rne(x·id): |x·id| <= 127 plus
-// a few ulps, so q fits a signed byte; s = the group's sum of q, by dp4a
-// against ones. About 40 instructions per float4. A NaN in x makes its
-// group's amax and d NaN, and an infinity its d infinite, so y is NaN
-// where the f32 path's is too.
-__device__ __forceinline__ void gemv_xq_put(float4 v, int i, bool ok) {
-    float a = gemv_max_nan(gemv_max_nan(fabsf(v.x), fabsf(v.y)), gemv_max_nan(fabsf(v.z), fabsf(v.w)));
-    a = gemv_max_nan(a, __shfl_xor_sync(0xFFFFFFFFu, a, 1));
-    a = gemv_max_nan(a, __shfl_xor_sync(0xFFFFFFFFu, a, 2));
-    a = gemv_max_nan(a, __shfl_xor_sync(0xFFFFFFFFu, a, 4));
-    const float d = __fmul_rn(a, 1.0f / 127.0f);
-    const float id = d != 0.0f ? __frcp_rn(d) : 0.0f;
-    const u32 q0 = gemv_q8(__fmul_rn(v.x, id)), q1 = gemv_q8(__fmul_rn(v.y, id));
-    const u32 q2 = gemv_q8(__fmul_rn(v.z, id)), q3 = gemv_q8(__fmul_rn(v.w, id));
-    const u32 packed = __byte_perm(__byte_perm(q0, q1, 0x0040u), __byte_perm(q2, q3, 0x0040u), 0x5410u);
-    int s = gemv_dp4a((int)packed, 0x01010101, 0);
-    s += __shfl_xor_sync(0xFFFFFFFFu, s, 1);
-    s += __shfl_xor_sync(0xFFFFFFFFu, s, 2);
-    s += __shfl_xor_sync(0xFFFFFFFFu, s, 4);
-    if (ok) {
+// Quantize N float4s of x, v[J..J+N-1], float4 numbers i0 + 32·W·j (values
+// 4i..4i+3, group i/8), and store them; the whole warp calls it together
+// (8 aligned lanes share a group's shuffles); lanes past n4 hold zeros and
+// store nothing. d = amax·(1/127) and id = 1/d, both rounded to f32 (the
+// host model in variants/int8_test.go does the same); q = rne(x·id):
+// |x·id| <= 127 plus a few ulps, so q fits a signed byte; s = the group's
+// sum of q, by dp4a against ones. About 40 instructions per float4. The N
+// float4s go through each step together, so their shuffles and
+// reciprocals overlap instead of waiting one float4 behind the other. A
+// NaN in x makes its group's amax and d NaN, and an infinity its d
+// infinite, so y is NaN where the f32 path's is too.
+template <int N, int J, int M>
+__device__ __forceinline__ void gemv_xq_put(const float4 (&v)[M], int i0, int n4) {
+    float a[N], d[N];
+    u32 packed[N];
+    int s[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const float4 w = v[J + j];
+        a[j] = gemv_max_nan(gemv_max_nan(fabsf(w.x), fabsf(w.y)), gemv_max_nan(fabsf(w.z), fabsf(w.w)));
+    }
+#pragma unroll
+    for (int m = 1; m <= 4; m <<= 1) {
+#pragma unroll
+        for (int j = 0; j < N; j++) a[j] = gemv_max_nan(a[j], __shfl_xor_sync(0xFFFFFFFFu, a[j], m));
+    }
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const float4 w = v[J + j];
+        d[j] = __fmul_rn(a[j], 1.0f / 127.0f);
+        const float id = d[j] != 0.0f ? __frcp_rn(d[j]) : 0.0f;
+        const u32 q0 = gemv_q8(__fmul_rn(w.x, id)), q1 = gemv_q8(__fmul_rn(w.y, id));
+        const u32 q2 = gemv_q8(__fmul_rn(w.z, id)), q3 = gemv_q8(__fmul_rn(w.w, id));
+        packed[j] = __byte_perm(__byte_perm(q0, q1, 0x0040u), __byte_perm(q2, q3, 0x0040u), 0x5410u);
+        s[j] = gemv_dp4a((int)packed[j], 0x01010101, 0);
+    }
+#pragma unroll
+    for (int m = 1; m <= 4; m <<= 1) {
+#pragma unroll
+        for (int j = 0; j < N; j++) s[j] += __shfl_xor_sync(0xFFFFFFFFu, s[j], m);
+    }
+#pragma unroll
+    for (int j = 0; j < N; j++) {
+        const int i = i0 + 32 * GEMV_W * j;
+        if (i >= n4) continue;
         const int g = i >> 3, k = i & 7;
         uint4* grp = gemv_xq() + gemv_xq_base(g);
 #if GEMV_XQ_EVENODD
         // Even-indexed values first (bytes 0..15), odd ones after:
         // x[4k], x[4k+2] are even values 2k, 2k+1; x[4k+1], x[4k+3] odd.
         unsigned short* halves = (unsigned short*)grp;
-        halves[k] = (unsigned short)__byte_perm(packed, 0u, 0x0020u);
-        halves[8 + k] = (unsigned short)__byte_perm(packed, 0u, 0x0031u);
+        halves[k] = (unsigned short)__byte_perm(packed[j], 0u, 0x0020u);
+        halves[8 + k] = (unsigned short)__byte_perm(packed[j], 0u, 0x0031u);
 #else
-        ((u32*)grp)[k] = packed;
+        ((u32*)grp)[k] = packed[j];
 #endif
-        if (k == 0) grp[2] = make_uint4(__float_as_uint(d), (u32)s, 0u, 0u);
+        if (k == 0) grp[2] = make_uint4(__float_as_uint(d[j]), (u32)s[j], 0u, 0u);
     }
 }
 
@@ -293,16 +314,15 @@ __device__ __forceinline__ void gemv_xq_put(float4 v, int i, bool ok) {
 // 0, 1, ...: a warp's 32 float4s of one step are 8 whole groups, and steps
 // are warp-uniform, so the shuffles always have the full warp. The first
 // GEMV_XPRE steps, and up to GEMV_XPRE_MAX when x is longer, were loaded
-// by gemv_stage_begin (before the weights); the rest go two steps per
-// round trip.
+// by gemv_stage_begin (before the weights) and are quantized together, or
+// only the first two where the third is past the end (a warp whose first
+// step is past it has nothing to do); the rest go two steps per round
+// trip.
 template <int J0, int J1>
 __device__ __forceinline__ void gemv_xq_pre(const float4 (&pre)[GEMV_XPRE_MAX], int first, int n4) {
-    const int lane = threadIdx.x & 31;
-#pragma unroll
-    for (int j = J0; j < J1; j++) {
-        const int base = first + 32 * GEMV_W * j;
-        if (base < n4) gemv_xq_put(pre[j], base + lane, base + lane < n4);
-    }
+    const int i0 = first + 32 * GEMV_W * J0 + (int)(threadIdx.x & 31);
+    if (first + 32 * GEMV_W * (J0 + 2) < n4) gemv_xq_put<J1 - J0, J0>(pre, i0, n4);
+    else if (first + 32 * GEMV_W * J0 < n4) gemv_xq_put<2, J0>(pre, i0, n4);
 }
 
 __device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int cols, const float4 (&pre)[GEMV_XPRE_MAX]) {
@@ -316,10 +336,8 @@ __device__ __forceinline__ void gemv_stage_xq(const float* __restrict__ x, int c
         gemv_xq_pre<GEMV_XPRE, GEMV_XPRE_MAX>(pre, first, n4);
         for (int base = first + 32 * GEMV_W * GEMV_XPRE_MAX; base < n4; base += 64 * GEMV_W) {
             const int i0 = base + lane, i1 = base + 32 * GEMV_W + lane;
-            const float4 v0 = i0 < n4 ? gemv_ldx(x4 + i0) : zero;
-            const float4 v1 = i1 < n4 ? gemv_ldx(x4 + i1) : zero;
-            gemv_xq_put(v0, i0, i0 < n4);
-            if (base + 32 * GEMV_W < n4) gemv_xq_put(v1, i1, i1 < n4);
+            const float4 v[2] = {i0 < n4 ? gemv_ldx(x4 + i0) : zero, i1 < n4 ? gemv_ldx(x4 + i1) : zero};
+            gemv_xq_put<2, 0>(v, i0, n4);
         }
     }
     __syncthreads();
