@@ -688,7 +688,12 @@ GEMV_KERNEL_HEAD                                                                
 // on that slot's barrier. Every lane waits for the slot's phase, reads its
 // chunk of each tile (chunk_land_tile) and consumes them in order; after
 // __syncwarp (every lane has read the slot) lane 0 refills the slot with
-// the item two further on. With GEMV_BULK_LAND_FIRST (a family's choice,
+// the item two further on, after a proxy fence that orders the lanes'
+// reads of the slot before the copy's write. The first fill of each slot
+// needs no fence (nothing has touched the ring yet) and gets none, so the
+// first copies are not held behind the x loads just issued (the fence is
+// MEMBAR.ALL.CTA then FENCE.VIEW.ASYNC.S in the sm_90 SASS).
+// With GEMV_BULK_LAND_FIRST (a family's choice,
 // set in the generated header) every lane first reads all of a full slot
 // into registers, lane 0 refills it, and then the chunks are consumed: the
 // refill leaves a decode earlier, for u·r chunks of registers. The
@@ -696,14 +701,14 @@ GEMV_KERNEL_HEAD                                                                
 // Chunks are consumed in the same order as with every other s. Once the
 // warp has nothing left to issue it releases the next kernel
 // (gemv_pdl_release).
-#define GEMV_BULK_ISSUE(k)                                                              \
+#define GEMV_BULK_ISSUE(k, refill)                                                      \
     if (prow < rows) {                                                                  \
         const int nq = min(GEMV_U, nt - pt);                                            \
         if (lane == 0) {                                                                \
             const int n = min(GEMV_R, rows - prow);                                     \
             const u32 bar = bars + 8u * (u32)(k);                                       \
             const u32 bytes = (u32)(nq * GEMV_TILE);                                    \
-            gemv_fence_async();                                                         \
+            if (refill) gemv_fence_async();                                             \
             gemv_bar_expect(bar, (u32)n * bytes);                                       \
             for (int i = 0; i < n; i++)                                                 \
                 gemv_bulk(ring_s + (u32)(((k) * GEMV_R + i) * GEMV_BULK_COPY),          \
@@ -750,7 +755,7 @@ GEMV_KERNEL_HEAD                                                                
     gemv_pdl_wait();                                                                    \
     float4 xpre[GEMV_XPRE_MAX];                                                         \
     gemv_stage_begin(x, cols, xpre);                                                    \
-    _Pragma("unroll") for (int k = 0; k < GEMV_BULK_SLOTS; k++) { GEMV_BULK_ISSUE(k) } \
+    _Pragma("unroll") for (int k = 0; k < GEMV_BULK_SLOTS; k++) { GEMV_BULK_ISSUE(k, 0) } \
     gemv_stage_end(x, cols, xpre);                                                      \
     int grp = blockIdx.x;                                                               \
     int row0 = (grp * GEMV_W + warp) * GEMV_R;                                          \
@@ -767,7 +772,7 @@ GEMV_KERNEL_HEAD                                                                
                 _Pragma("unroll") for (int j = 0; j < GEMV_U; j++)                      \
                     { GEMV_BULK_LAND(ch[j], slot, row0, rows, j, lane) }                \
                 __syncwarp();                                                           \
-                GEMV_BULK_ISSUE(k)                                                      \
+                GEMV_BULK_ISSUE(k, 1)                                                   \
                 _Pragma("unroll") for (int j = 0; j < GEMV_U; j++)                      \
                     chunk_consume(acc, ch[j], x, 32 * (t + j) + lane);                  \
             } else {                                                                    \
@@ -779,7 +784,7 @@ GEMV_KERNEL_HEAD                                                                
                         GEMV_BULK_CONSUME(acc, slot, row0, rows, x, t, j, lane);        \
                 }                                                                       \
                 __syncwarp();                                                           \
-                GEMV_BULK_ISSUE(k)                                                      \
+                GEMV_BULK_ISSUE(k, 1)                                                   \
             }                                                                           \
             if (prow >= rows) gemv_pdl_release(); /* nothing left to issue */           \
         }                                                                               \
