@@ -26,9 +26,9 @@ import (
 // with y set it then writes yn values to y, the stage's output, so that
 // the next stage finds its x in L2 as it does after a GEMV (the
 // attribution's reads): nonzero normal floats of either sign, since an x
-// of zeros quantizes faster (a group whose amax is 0 skips its reciprocal)
-// and the stage after would be charged less than after a GEMV. It lets the next kernel launch once its loads are done, as the
-// GEMVs do after their last row group.
+// of zeros takes a branch no GEMV's output does (an int8 group whose amax
+// is 0 skips its reciprocal). It lets the next kernel launch once its
+// loads are done, as the GEMVs do after their last row group.
 const ceilingSource = `
 extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n, unsigned* out) {
     unsigned acc = 0;

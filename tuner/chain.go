@@ -867,8 +867,9 @@ func launchStage(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev,
 // but the first: each stage of job run by the streaming read fn with cfg
 // over its weights, waiting first, then reading the stage's own x (x, the
 // token's, or the y of the stage before) and writing stand-in values to
-// its y, so that the stage after it reads an x in L2 as after a GEMV; the others as
-// captureChain runs them with PDL edges; and instantiates the graph.
+// its y, so that the stage after it reads an x in L2 as after a GEMV; the
+// others as captureChain runs them with PDL edges; and instantiates the
+// graph.
 func captureAttribution(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, job Job, fn gpu.Function, cfg gpu.LaunchConfig, out, x gpu.DevPtr) (gpu.GraphExec, error) {
 	return captureGraph(c, s, len(devs), func(i int) error {
 		if stages[i].Job() != job {

@@ -690,13 +690,13 @@ GEMV_KERNEL_HEAD                                                                
 // __syncwarp (every lane has read the slot) lane 0 refills the slot with
 // the item two further on, after a proxy fence that orders the lanes'
 // reads of the slot before the copy's write. The first fill of each slot
-// needs no fence (nothing has touched the ring yet) and gets none, so the
-// first copies are not held behind the x loads just issued (the fence is
-// MEMBAR.ALL.CTA then FENCE.VIEW.ASYNC.S in the sm_90 SASS).
-// With GEMV_BULK_LAND_FIRST (a family's choice,
-// set in the generated header) every lane first reads all of a full slot
-// into registers, lane 0 refills it, and then the chunks are consumed: the
-// refill leaves a decode earlier, for u·r chunks of registers. The
+// needs no fence (nothing has touched the ring yet) and gets none, so
+// nothing orders the first copies after the x loads just issued (the
+// fence is MEMBAR.ALL.CTA then FENCE.VIEW.ASYNC.S in the sm_90 SASS). With
+// GEMV_BULK_LAND_FIRST (a family's choice, set in the generated header)
+// every lane first reads all of a full slot into registers, lane 0
+// refills it, and then the chunks are consumed: the refill leaves a
+// decode earlier, for u·r chunks of registers. The
 // producer stops where the consumer does, so no copy is pending at exit.
 // Chunks are consumed in the same order as with every other s. Once the
 // warp has nothing left to issue it releases the next kernel
