@@ -5,8 +5,9 @@
 # tld = head + probe-timeline-issue.patch (stamp 3: warp 0's first copies
 # issued; stamp 4: thread 0's first x load landed); pe = head +
 # probe-e.patch (GEMV_PROBE_E=1: a warp's first fill of slot 1 after x is
-# staged when the grid has more blocks than SM ids, 2: always); tle = tld
-# + probe-e.patch. All on the twenty-sixth lease's refined q4_0 cache.
+# staged when the grid has more blocks than SM ids, 2: always); tle =
+# head + probe-timeline-issue-e.patch (both). All on the twenty-sixth
+# lease's refined q4_0 cache.
 set -u
 mkdir -p $OUT/r; R=$OUT/r
 t0=$(date +%s); el() { echo "$1 exit $2 at $(( $(date +%s) - t0 )) s"; }
