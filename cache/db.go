@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -77,6 +78,12 @@ func (db *DB) Migrated() string { return db.migrated }
 // autotune (pid N)". A file that is not a readable gemvtune cache gives
 // ErrCorrupt (never a panic), one of another layout ErrVersion.
 func Open(path string, opts *Options) (*DB, error) {
+	return OpenContext(context.Background(), path, opts)
+}
+
+// OpenContext is Open whose wait for a writer's lock file also ends when
+// ctx does (an interrupted run stops waiting), with ctx's error wrapped.
+func OpenContext(ctx context.Context, path string, opts *Options) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("cache: empty path")
 	}
@@ -101,7 +108,7 @@ func Open(path string, opts *Options) (*DB, error) {
 	if err := ensureDir(path); err != nil {
 		return nil, err
 	}
-	if err := db.acquire(); err != nil {
+	if err := db.acquire(ctx); err != nil {
 		return nil, err
 	}
 	if err := db.update(db.initMeta); err != nil {
@@ -147,8 +154,8 @@ func (e *lockedError) Unwrap() error { return ErrLocked }
 // acquire takes PATH.lock (lockfile: no symlink followed, nothing written
 // into a file it did not create). The file is never removed: removing it
 // could let two writers lock two different files.
-func (db *DB) acquire() error {
-	l, err := lockfile.Acquire(db.path+".lock", max(db.timeout, 0), nil)
+func (db *DB) acquire(ctx context.Context) error {
+	l, err := lockfile.Acquire(ctx, db.path+".lock", max(db.timeout, 0), nil)
 	var b *lockfile.Busy
 	if errors.As(err, &b) {
 		return &lockedError{path: db.path, busy: b}

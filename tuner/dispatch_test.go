@@ -50,14 +50,14 @@ func twoFakeGPUs(t *testing.T) []*fakeGPU {
 	lockDir = func() string { return dir }
 	gpus := []*fakeGPU{{ordinal: 0, uuid: "GPU-aaaa", delay: time.Millisecond}, {ordinal: 1, uuid: "GPU-bbbb", delay: 3 * time.Millisecond}}
 	for _, g := range gpus {
-		l, err := lockGPU(g.uuid, false, nil)
+		l, err := lockGPU(context.Background(), g.uuid, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(l.unlock)
 		// Each GPU's lock is its own worker's: another tuner of that GPU
 		// is refused while this run holds it.
-		if _, err := lockGPU(g.uuid, false, nil); !errors.Is(err, ErrGPUBusy) {
+		if _, err := lockGPU(context.Background(), g.uuid, false, nil); !errors.Is(err, ErrGPUBusy) {
 			t.Fatalf("a second tuner of %s: %v, want ErrGPUBusy", g.uuid, err)
 		}
 	}

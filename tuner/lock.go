@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -25,9 +26,9 @@ type gpuLock struct {
 var lockDir = lockfile.MachineDir
 
 // lockGPU takes the lock of the GPU with uuid. With wait, it waits (calling
-// waiting once with the holder's pid); otherwise it fails at once with
-// ErrGPUBusy naming the holder.
-func lockGPU(uuid string, wait bool, waiting func(pid int)) (*gpuLock, error) {
+// waiting once with the holder's pid) until the lock is free or ctx ends;
+// otherwise it fails at once with ErrGPUBusy naming the holder.
+func lockGPU(ctx context.Context, uuid string, wait bool, waiting func(pid int)) (*gpuLock, error) {
 	dir := lockDir()
 	if dir == "" {
 		return nil, errors.New("GPU lock: no per-machine lock folder (/run/lock, /var/lock or /dev/shm, sticky and writable): cannot keep two tuners off one GPU")
@@ -37,7 +38,7 @@ func lockGPU(uuid string, wait bool, waiting func(pid int)) (*gpuLock, error) {
 	if wait {
 		d = 1<<63 - 1
 	}
-	l, err := lockfile.Acquire(path, d, func(b *lockfile.Busy) {
+	l, err := lockfile.Acquire(ctx, path, d, func(b *lockfile.Busy) {
 		if waiting != nil {
 			waiting(b.PID)
 		}

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"context"
 	"errors"
 	"os"
 	"strings"
@@ -14,17 +15,17 @@ func TestGPULock(t *testing.T) {
 	dir := t.TempDir()
 	lockDir = func() string { return dir }
 	const uuid = "GPU-00000000-1111-2222-3333-444444444444"
-	first, err := lockGPU(uuid, false, nil)
+	first, err := lockGPU(context.Background(), uuid, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lockGPU(uuid, false, nil); !errors.Is(err, ErrGPUBusy) {
+	if _, err := lockGPU(context.Background(), uuid, false, nil); !errors.Is(err, ErrGPUBusy) {
 		t.Fatalf("second tuner got %v, want ErrGPUBusy", err)
 	}
 	waited := make(chan int, 1)
 	got := make(chan error, 1)
 	go func() {
-		l, err := lockGPU(uuid, true, func(pid int) { waited <- pid })
+		l, err := lockGPU(context.Background(), uuid, true, func(pid int) { waited <- pid })
 		l.unlock()
 		got <- err
 	}()
@@ -32,6 +33,22 @@ func TestGPULock(t *testing.T) {
 	case <-waited:
 	case <-time.After(5 * time.Second):
 		t.Fatal("a waiting tuner was not told it waits")
+	}
+	// A waiter whose run is interrupted stops waiting.
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() {
+		_, err := lockGPU(ctx, uuid, true, nil)
+		stopped <- err
+	}()
+	cancel()
+	select {
+	case err := <-stopped:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted waiter got %v, want context.Canceled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an interrupted waiter kept waiting")
 	}
 	first.unlock()
 	select {

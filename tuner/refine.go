@@ -319,7 +319,7 @@ func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds 
 	if err != nil {
 		return nil, Refinement{}, err
 	}
-	lk, err := lockGPU(uuid, opts.WaitForLock, nil)
+	lk, err := lockGPU(ctx, uuid, opts.WaitForLock, nil)
 	if err != nil {
 		return nil, Refinement{}, err
 	}

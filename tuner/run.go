@@ -173,7 +173,7 @@ func runArch(ctx context.Context, infos []gpu.Info, nv *gpu.NVRTC, nvml *gpu.NVM
 		}
 	}()
 	for _, in := range infos {
-		lk, err := lockGPU(in.UUID, opts.WaitForLock, func(pid int) {
+		lk, err := lockGPU(ctx, in.UUID, opts.WaitForLock, func(pid int) {
 			report(opts, Progress{Total: len(jobs), Stage: fmt.Sprintf("waiting for pid %d, which is tuning GPU %d", pid, in.Ordinal)})
 		})
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -22,16 +23,23 @@ import (
 // with it; cmd/autotune and GPU test binaries call MaybeWorker first thing.
 const WorkerEnv = "GEMVTUNE_WORKER"
 
+// StopSignals are the signals that stop a run cleanly: the process that
+// runs the tuner cancels its context on them (finished decisions stay
+// saved), and its measurement workers ignore them. SIGTERM is what
+// service managers, container runtimes and timeout(1) send.
+var StopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
 // MaybeWorker runs the measurement worker on stdin/stdout and exits the
 // process when WorkerEnv is set; otherwise it returns at once.
 func MaybeWorker() {
 	if os.Getenv(WorkerEnv) == "" {
 		return
 	}
-	// Ctrl-C reaches the whole process group; the parent decides when its
-	// worker stops (it closes stdin, or kills it), so the job in flight ends
-	// cleanly instead of looking like a crash.
-	signal.Ignore(os.Interrupt)
+	// Ctrl-C (and a SIGTERM sent to the group, as by timeout(1)) reaches
+	// the whole process group; the parent decides when its worker stops (it
+	// closes stdin, or kills it), so the job in flight ends cleanly instead
+	// of looking like a crash.
+	signal.Ignore(StopSignals...)
 	os.Exit(serveWorker(os.Stdin, os.Stdout))
 }
 

@@ -41,7 +41,10 @@ func usagef(format string, a ...any) error { return usageError{fmt.Errorf(format
 
 func main() {
 	tuner.MaybeWorker() // the tuner re-executes this binary as its measurement worker
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// The first Ctrl-C or SIGTERM stops the run cleanly (finished entries
+	// stay saved); a second one, with the handler gone, ends the process.
+	ctx, stop := signal.NotifyContext(context.Background(), tuner.StopSignals...)
+	context.AfterFunc(ctx, stop)
 	err := dispatch(ctx, os.Args[1:])
 	stop()
 	if err != nil {

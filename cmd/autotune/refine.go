@@ -223,15 +223,16 @@ var refineTunedFn = tuner.RefineDecisions
 // (tuner.RefineDecisions) on a GPU of that model; the decisions it
 // changes are stored and replaced in ds. A format whose token has a shape
 // this run did not decide (resumed, or out of its formats) is skipped,
-// and stderr says so.
-func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.Decision, stderr io.Writer) error {
+// and stderr says so. When a refinement fails or is interrupted, the
+// formats from it on are returned in unfinished.
+func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.Decision, stderr io.Writer) (unfinished []string, err error) {
 	name := f.model
 	if name == "" {
 		name = defaultModel
 	}
 	p, err := presetByName(name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	token := p.token()
 	type group struct {
@@ -247,7 +248,18 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.D
 		}
 		index[g][d.Job] = i
 	}
-	for _, g := range groups {
+	// unfinishedFrom is the formats of groups[i:], each once, when the
+	// refinement stops at group i.
+	unfinishedFrom := func(i int) []string {
+		var fs []string
+		for _, g := range groups[i:] {
+			if !slices.Contains(fs, g.format) {
+				fs = append(fs, g.format)
+			}
+		}
+		return fs
+	}
+	for gi, g := range groups {
 		for round := 1; round <= refineRounds; round++ {
 			stages, own, missing := decidedStages(ds, index[g], g.format, token)
 			if missing != "" {
@@ -256,7 +268,7 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.D
 			}
 			arch, err := space.ParseArch(own[0].Arch)
 			if err != nil {
-				return err
+				return nil, err
 			}
 			label := g.format
 			if round > 1 {
@@ -267,11 +279,11 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.D
 			}
 			changed, ref, err := refineTunedFn(ctx, p.name, stages, own, tuner.RefineOptions{PDL: arch.Major >= 9, WaitForLock: f.wait})
 			if err != nil {
-				return fmt.Errorf("refine %s: %w", label, err)
+				return unfinishedFrom(gi), fmt.Errorf("refine %s: %w", label, err)
 			}
 			for _, d := range changed {
 				if err := putDecision(store, d); err != nil {
-					return err
+					return unfinishedFrom(gi), err
 				}
 				ds[index[g][d.Job]] = d
 			}
@@ -281,7 +293,7 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.D
 			}
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // refineRounds is how many times tune --refine refines a token: again

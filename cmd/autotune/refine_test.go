@@ -135,6 +135,85 @@ func TestTuneRefine(t *testing.T) {
 	}
 }
 
+// A tune --refine interrupted while refining keeps every tuned entry and
+// the refinements that finished, and names the formats it did not refine
+// (a plain re-run would find nothing left to tune).
+func TestTuneRefineInterrupted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tune.db")
+	swap(t, &runFn, (&fakeRun{}).run)
+	swap(t, &localGPUsFn, fakeGPUs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	alt := space.Params{R: 2, F: 3, U: 2, S: 0, W: 8} // fakeDecision's other variant
+	var refined []string
+	swap(t, &refineTunedFn, func(ctx context.Context, model string, stages []tuner.ChainStage, ds []tuner.Decision, _ tuner.RefineOptions) ([]tuner.Decision, tuner.Refinement, error) {
+		format := stages[0].Format
+		refined = append(refined, format)
+		if format != "q4_0" {
+			cancel()
+			return nil, tuner.Refinement{}, ctx.Err()
+		}
+		if len(refined) > 1 {
+			return nil, tuner.Refinement{Base: tuner.ChainTiming{MedianUS: 1160}}, nil
+		}
+		for _, d := range ds {
+			if d.Rows == 28672 && d.Cols == 4096 {
+				for _, c := range d.Candidates {
+					if c.Params == alt {
+						d.Winner = c
+					}
+				}
+				d.Token = &tuner.TokenChoice{Model: model, Isolated: d.Candidates[0].ID, PDL: true, TokenUS: 1160, BaseTokenUS: 1168}
+				v := tuner.ChainVariant{Format: d.Format, Rows: d.Rows, Cols: d.Cols, Params: alt}
+				with, base := tuner.ChainTiming{MedianUS: 1160}, tuner.ChainTiming{MedianUS: 1168}
+				return []tuner.Decision{d}, tuner.Refinement{Tried: []tuner.ChainVariant{v}, Chosen: []tuner.ChainVariant{v}, Together: &with, BaseAgain: &base}, nil
+			}
+		}
+		t.Fatal("no gate_up decision")
+		return nil, tuner.Refinement{}, nil
+	})
+	var out, errw bytes.Buffer
+	err := tuneMain(ctx, []string{"--arch", "sm_90", "--formats", "q4_0,q8_0,bf16", "--cache", db, "--refine"}, &out, &errw)
+	want := "interrupted while refining q8_0, bf16: all 21 tuned entries and every finished refinement are saved in " + db +
+		"; run the same command with --force --formats q8_0,bf16 to tune and refine those again"
+	if err == nil || err.Error() != want {
+		t.Fatalf("error %v\nwant %s", err, want)
+	}
+	if got := strings.Join(refined, ", "); got != "q4_0, q4_0, q8_0" {
+		t.Errorf("refined %s, want q4_0's two rounds, then q8_0's interrupted one", got)
+	}
+	c, err := cache.Open(db, &cache.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	recs, err := c.All("sm_90")
+	if err != nil || len(recs) != 21 {
+		t.Fatalf("%d records saved (%v), want 21", len(recs), err)
+	}
+	rec, err := c.Get(cache.Key{Arch: "sm_90", Format: "q4_0", Rows: 28672, Cols: 4096})
+	if err != nil || rec.WinnerID != alt.ID() || rec.Token == nil {
+		t.Errorf("q4_0's finished refinement not saved: %s, token %+v (%v)", rec.WinnerID, rec.Token, err)
+	}
+	c.Close()
+
+	// The same command again tunes nothing and says that it refines
+	// nothing either.
+	refined = nil
+	errw.Reset()
+	if err := tuneMain(context.Background(), []string{"--arch", "sm_90", "--formats", "q4_0,q8_0,bf16", "--cache", db, "--refine"}, &out, &errw); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"q4_0", "q8_0", "bf16"} {
+		if want := "autotune: refine " + f + ": every shape was tuned in an earlier run: not refined (--force tunes and refines it again)"; !strings.Contains(errw.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errw.String())
+		}
+	}
+	if refined != nil {
+		t.Errorf("a resumed run refined %v", refined)
+	}
+}
+
 // tune --refine over GPUs of two models refines each model's token on
 // its own, and a format with a shape the run did not decide is skipped.
 func TestTuneRefineGroups(t *testing.T) {

@@ -270,7 +270,7 @@ func dryRun(f tuneFlags, jobs []tuner.Job, stdout io.Writer) error {
 // tune skips what the cache already holds, runs the tuner with progress,
 // stores each decision as it finishes and prints the final table.
 func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.Writer) error {
-	store, err := openStore(f.cachePath, f.wait)
+	store, err := openStore(ctx, f.cachePath, f.wait)
 	if err != nil {
 		return err
 	}
@@ -279,9 +279,15 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 
 	if !f.force {
 		var skipped, refreshed int
+		all := jobs
 		jobs, skipped, refreshed, err = skipFresh(store, gpus, jobs)
 		if err != nil {
 			return err
+		}
+		if f.refine {
+			for _, format := range formatsWithout(all, jobs) {
+				fmt.Fprintf(stderr, "autotune: refine %s: every shape was tuned in an earlier run: not refined (--force tunes and refines it again)\n", format)
+			}
 		}
 		if skipped > 0 {
 			fmt.Fprintf(stderr, "autotune: skipping %d (format, shape) already tuned in %s (--force re-tunes them)\n", skipped, store.Path())
@@ -333,8 +339,9 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 	}
 	mu.Unlock()
 	sortDecisions(decisions, jobs)
+	var unrefined []string // formats whose refinement an interrupt cut short
 	if f.refine && runErr == nil && ctx.Err() == nil {
-		runErr = refineTuned(ctx, f, store, decisions, stderr) // replaces decisions in place: the order holds
+		unrefined, runErr = refineTuned(ctx, f, store, decisions, stderr) // replaces decisions in place: the order holds
 	}
 
 	if len(decisions) > 0 || runErr == nil {
@@ -343,6 +350,10 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 		}
 	}
 	switch {
+	case ctx.Err() != nil && len(unrefined) > 0:
+		// A run resumes tuning, not refining: every job is in the cache now.
+		return fmt.Errorf("interrupted while refining %s: all %d tuned entries and every finished refinement are saved in %s; run the same command with --force --formats %s to tune and refine those again",
+			strings.Join(unrefined, ", "), len(decisions), store.Path(), strings.Join(unrefined, ","))
 	case ctx.Err() != nil:
 		return fmt.Errorf("interrupted: %d of %d finished and saved in %s; run the same command again to resume",
 			len(decisions), len(jobs), store.Path())
@@ -351,6 +362,18 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 		return errors.New(strings.ReplaceAll(runErr.Error(), "\n", "; "))
 	}
 	return nil
+}
+
+// formatsWithout returns, in order, the formats of all that have no job
+// in left: those a resumed run does not tune.
+func formatsWithout(all, left []tuner.Job) []string {
+	var out []string
+	for _, j := range all {
+		if !slices.Contains(out, j.Format) && !slices.ContainsFunc(left, func(l tuner.Job) bool { return l.Format == j.Format }) {
+			out = append(out, j.Format)
+		}
+	}
+	return out
 }
 
 // sortDecisions puts decisions, which arrive in the order they finish (GPUs
@@ -513,7 +536,7 @@ func probeGPUs() ([]localGPU, error) {
 
 // openStore opens the cache for writing at path ("" = cache.DefaultPath).
 // With wait, a cache locked by another autotune is waited for.
-func openStore(path string, wait bool) (*cache.DB, error) {
+func openStore(ctx context.Context, path string, wait bool) (*cache.DB, error) {
 	if path == "" {
 		p, err := cache.DefaultPath()
 		if err != nil {
@@ -525,7 +548,7 @@ func openStore(path string, wait bool) (*cache.DB, error) {
 	if wait {
 		opts.Timeout = 24 * time.Hour
 	}
-	db, err := cache.Open(path, opts)
+	db, err := cache.OpenContext(ctx, path, opts)
 	if err != nil {
 		if errors.Is(err, cache.ErrLocked) && !wait {
 			return nil, fmt.Errorf("%w (--wait waits for it)", err)

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -431,6 +432,26 @@ func TestTuneInterruptedResumes(t *testing.T) {
 	}
 }
 
+// A tune that waits (--wait) for another writer's cache stops waiting
+// when it is interrupted, with one line naming the holder.
+func TestTuneWaitInterrupted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tune.db")
+	holder, err := cache.Open(db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	swap(t, &runFn, (&fakeRun{}).run)
+	swap(t, &localGPUsFn, fakeGPUs)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	var out, errw bytes.Buffer
+	err = tuneMain(ctx, []string{"--arch", "sm_90", "--shapes", "4096x4096", "--formats", "q8_0", "--cache", db, "--wait"}, &out, &errw)
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "stopped waiting for "+db+".lock") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("interrupted wait: %v", err)
+	}
+}
+
 func TestTuneJSON(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "tune.db")
 	swap(t, &runFn, (&fakeRun{}).run)
@@ -503,10 +524,10 @@ func TestRecordFromDecision(t *testing.T) {
 	}
 }
 
-// TestBinaryNoGPU builds autotune and runs "autotune --arch sm_70" on a
-// machine without an sm_70 GPU (CI has none; this one has no driver): it
-// must fail with exit status 1 and exactly one line on stderr.
-func TestBinaryNoGPU(t *testing.T) {
+// buildAutotune builds this command into a temporary folder and returns
+// the binary's path; it skips in -short mode and without a go tool.
+func buildAutotune(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
@@ -514,17 +535,24 @@ func TestBinaryNoGPU(t *testing.T) {
 	if err != nil {
 		t.Skip("no go tool on PATH")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "autotune")
-	build := exec.Command(goTool, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
+	bin := filepath.Join(t.TempDir(), "autotune")
+	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// TestBinaryNoGPU builds autotune and runs "autotune --arch sm_70" on a
+// machine without an sm_70 GPU (CI has none; this one has no driver): it
+// must fail with exit status 1 and exactly one line on stderr.
+func TestBinaryNoGPU(t *testing.T) {
+	bin := buildAutotune(t)
+	dir := t.TempDir()
 	cmd := exec.Command(bin, "--arch", "sm_70")
 	cmd.Env = append(os.Environ(), "GEMV_TUNE_CACHE="+filepath.Join(dir, "tune.db"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) {
 		t.Fatalf("autotune --arch sm_70 succeeded or did not run (%v); stdout:\n%s", err, stdout.String())
@@ -542,18 +570,47 @@ func TestBinaryNoGPU(t *testing.T) {
 	}
 }
 
-func TestBinaryUsageExit(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary")
-	}
-	goTool, err := exec.LookPath("go")
+// TestBinarySIGTERM: a SIGTERM (a service manager's stop, timeout(1))
+// stops autotune as Ctrl-C does: here one waiting for another writer's
+// cache stops waiting, with exit status 1 and one line naming the holder.
+func TestBinarySIGTERM(t *testing.T) {
+	bin := buildAutotune(t)
+	db := filepath.Join(t.TempDir(), "tune.db")
+	holder, err := cache.Open(db, nil)
 	if err != nil {
-		t.Skip("no go tool on PATH")
+		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "autotune")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	defer holder.Close()
+	cmd := exec.Command(bin, "--arch", "sm_90", "--shapes", "4096x4096", "--formats", "q8_0", "--cache", db, "--wait")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
+	time.Sleep(500 * time.Millisecond) // inside the wait: the lock is ours until the end
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("autotune kept waiting after SIGTERM")
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit %v, want status 1 (stderr %q)", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "stopped waiting for "+db+".lock") {
+		t.Errorf("stderr is not one line naming the wait:\n%s", stderr.String())
+	}
+}
+
+func TestBinaryUsageExit(t *testing.T) {
+	bin := buildAutotune(t)
 	tests := []struct {
 		args []string
 		code int

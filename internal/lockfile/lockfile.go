@@ -7,6 +7,7 @@
 package lockfile
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,10 +39,12 @@ func (b *Busy) Error() string { return fmt.Sprintf("%s is held by %s", b.Path, b
 func (b *Busy) Unwrap() error { return ErrBusy }
 
 // Acquire locks path, creating it (mode 0644) if it is not there. It waits
-// up to wait for a holder to let go (0: try once); waiting, if not nil, is
-// called once with the holder when it starts to wait. The pid of this
-// process is written into a lock file it created or owns alone.
-func Acquire(path string, wait time.Duration, waiting func(*Busy)) (*Lock, error) {
+// up to wait for a holder to let go (0: try once), and no longer than ctx
+// lasts (an interrupted wait returns context.Cause(ctx), wrapped with
+// the holder); waiting, if not nil, is called once with the holder when it
+// starts to wait. The pid of this process is written into a lock file it
+// created or owns alone.
+func Acquire(ctx context.Context, path string, wait time.Duration, waiting func(*Busy)) (*Lock, error) {
 	f, writable, err := open(path)
 	if err != nil {
 		return nil, err
@@ -66,7 +69,13 @@ func Acquire(path string, wait time.Duration, waiting func(*Busy)) (*Lock, error
 			waiting(holder(path, f))
 			told = true
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			b := holder(path, f)
+			f.Close()
+			return nil, fmt.Errorf("stopped waiting for %s, held by %s: %w", path, b.Holder, context.Cause(ctx))
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 	if writable {
 		pid := []byte(strconv.Itoa(os.Getpid()) + "\n")

@@ -1,6 +1,7 @@
 package lockfile
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -23,7 +24,7 @@ func TestSymlinkRefused(t *testing.T) {
 	if err := os.Symlink(victim, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(link, 0, nil); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+	if _, err := Acquire(context.Background(), link, 0, nil); err == nil || !strings.Contains(err.Error(), "symbolic link") {
 		t.Errorf("Acquire through a symlink: %v", err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "precious\n" {
@@ -45,7 +46,7 @@ func TestNeverWritesAFileItDidNotCreate(t *testing.T) {
 	os.WriteFile(big, []byte("this is someone's notes, longer than a pid"), 0o644)
 	for _, p := range []string{hard, big} {
 		before, _ := os.ReadFile(p)
-		l, err := Acquire(p, 0, nil)
+		l, err := Acquire(context.Background(), p, 0, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -57,7 +58,7 @@ func TestNeverWritesAFileItDidNotCreate(t *testing.T) {
 	// Our own lock file gets our pid, and again after a shorter pid.
 	own := filepath.Join(dir, "own.lock")
 	os.WriteFile(own, []byte("123456789\n"), 0o644)
-	l, err := Acquire(own, 0, nil)
+	l, err := Acquire(context.Background(), own, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestNeverWritesAFileItDidNotCreate(t *testing.T) {
 // autotune only when it is one, and free once that process exits.
 func TestTwoProcesses(t *testing.T) {
 	if os.Getenv("LOCKFILE_HOLD") != "" {
-		l, err := Acquire(os.Getenv("LOCKFILE_HOLD"), 0, nil)
+		l, err := Acquire(context.Background(), os.Getenv("LOCKFILE_HOLD"), 0, nil)
 		if err != nil {
 			os.Exit(3)
 		}
@@ -91,18 +92,44 @@ func TestTwoProcesses(t *testing.T) {
 	if _, err := out.Read(buf); err != nil || string(buf) != "held\n" {
 		t.Fatalf("child: %q %v", buf, err)
 	}
-	_, err := Acquire(path, 100*time.Millisecond, nil)
+	_, err := Acquire(context.Background(), path, 100*time.Millisecond, nil)
 	var b *Busy
 	if !errors.As(err, &b) || !errors.Is(err, ErrBusy) || b.PID != cmd.Process.Pid {
 		t.Fatalf("second holder: %v", err)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	l, err := Acquire(path, 2*time.Second, nil)
+	l, err := Acquire(context.Background(), path, 2*time.Second, nil)
 	if err != nil {
 		t.Fatalf("after the holder died: %v", err)
 	}
 	l.Release()
+}
+
+// TestWaitEndsWithContext: a wait of an hour for a held lock ends when its
+// context does (a Ctrl-C or SIGTERM), naming the holder, and the lock is
+// still the holder's.
+func TestWaitEndsWithContext(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.lock")
+	held, err := Acquire(context.Background(), path, 0, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	ctx, cancel := context.WithCancel(context.Background())
+	waited := false
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	start := time.Now()
+	_, err = Acquire(ctx, path, time.Hour, func(*Busy) { waited = true })
+	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "stopped waiting for "+path+", held by") {
+		t.Fatalf("interrupted wait: %v", err)
+	}
+	if !waited || time.Since(start) > 10*time.Second {
+		t.Errorf("waited %v (told %v)", time.Since(start), waited)
+	}
+	if _, err := Acquire(context.Background(), path, 0, nil); !errors.Is(err, ErrBusy) {
+		t.Errorf("after the interrupted wait: %v, want the lock still held", err)
+	}
 }
 
 // TestStalePID: a pid in the file that is not running, or is not an
