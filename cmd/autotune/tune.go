@@ -100,7 +100,7 @@ func newTuneFlagSet(f *tuneFlags) *flag.FlagSet {
 	fs.BoolVar(&f.dryRun, "dry-run", false, "print the plan (candidates after static pruning, main exclusions, expected time) and exit; needs no GPU")
 	fs.BoolVar(&f.json, "json", false, "print the decisions as JSON instead of the table")
 	fs.BoolVar(&f.force, "force", false, "re-tune entries the cache already holds and are not stale")
-	fs.BoolVar(&f.wait, "wait", false, "wait for another tuner of the same GPU to finish instead of failing")
+	fs.BoolVar(&f.wait, "wait", false, "wait for another tuner of the same GPU, or another writer of the cache, to finish instead of failing (Ctrl-C or SIGTERM stops the wait)")
 	fs.StringVar(&f.shard, "shard", "", "tune only part `I/N` of the job list (0 ≤ I < N): N machines (or processes with a cache file each) running their parts tune the list once; merge the parts with push and pull, or export and import")
 	fs.BoolVar(&f.refine, "refine", false, "after the jobs, run the model's decoded token (sm_90+: with PDL edges) with each shape's next-best candidates in place of its winner and keep those that make the token faster, a second time after a round that changed one (docs/tuner.md, \"Choosing in the token\")")
 	return fs
