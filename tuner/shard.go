@@ -47,7 +47,7 @@ func Shard(jobs []Job, s ShardSpec) []Job {
 	}
 	var units []unit
 	byFormat := map[string]int{}
-	perFormat := len(distinctFormats(jobs)) >= s.N
+	perFormat := len(JobFormats(jobs)) >= s.N
 	for i, j := range jobs {
 		w := jobWork(j)
 		if u, ok := byFormat[j.Format]; ok && perFormat {
@@ -95,7 +95,8 @@ func jobWork(j Job) int64 {
 	return n + fixed
 }
 
-func distinctFormats(jobs []Job) []string {
+// JobFormats returns the formats of jobs, each once, in their order.
+func JobFormats(jobs []Job) []string {
 	var out []string
 	for _, j := range jobs {
 		if !slices.Contains(out, j.Format) {

@@ -367,13 +367,8 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 // formatsWithout returns, in order, the formats of all that have no job
 // in left: those a resumed run does not tune.
 func formatsWithout(all, left []tuner.Job) []string {
-	var out []string
-	for _, j := range all {
-		if !slices.Contains(out, j.Format) && !slices.ContainsFunc(left, func(l tuner.Job) bool { return l.Format == j.Format }) {
-			out = append(out, j.Format)
-		}
-	}
-	return out
+	tuning := tuner.JobFormats(left)
+	return slices.DeleteFunc(tuner.JobFormats(all), func(f string) bool { return slices.Contains(tuning, f) })
 }
 
 // sortDecisions puts decisions, which arrive in the order they finish (GPUs
