@@ -123,6 +123,65 @@ func TestCubinStoredOnceAndCollected(t *testing.T) {
 	}
 }
 
+// Amend changes several records in one transaction, keeps their cubins
+// (stored once, still counted), and changes none when one key fails or
+// when fn touches a key or a cubin.
+func TestAmend(t *testing.T) {
+	db, _ := openWriter(t)
+	rng := newRNG(t)
+	a := randomRecord(rng, "sm_90", "q4_0", 4096, 4096)
+	b := randomRecord(rng, "sm_90", "q4_0", 8192, 4096)
+	cubin := []byte("a's cubin")
+	if err := db.Put(a, cubin); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Put(b, nil); err != nil {
+		t.Fatal(err)
+	}
+	mark := func(r *cache.Record) { r.Refined = append(r.Refined, "llama-3-8b") }
+	missing := randomRecord(rng, "sm_90", "q4_0", 1024, 4096).Key
+	for _, c := range []struct {
+		name string
+		keys []cache.Key
+		fn   func(*cache.Record)
+		want error
+	}{
+		{"a key without a record", []cache.Key{a.Key, missing}, mark, cache.ErrNotFound},
+		{"a cubin changed", []cache.Key{a.Key, b.Key}, func(r *cache.Record) { mark(r); r.CubinHash = cache.CubinHash([]byte("x")) }, cache.ErrBadRecord},
+		{"a key changed", []cache.Key{a.Key}, func(r *cache.Record) { r.Rows = 2048 }, cache.ErrBadRecord},
+		{"invalid after", []cache.Key{a.Key}, func(r *cache.Record) { r.Class = "fast" }, cache.ErrBadRecord},
+	} {
+		if err := db.Amend(c.keys, c.fn); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, err, c.want)
+		}
+		if got, err := db.Get(a.Key); err != nil || got.Refined != nil || got.Class != a.Class || got.Rows != a.Rows {
+			t.Errorf("%s: a changed: refined %v, class %s, rows %d (%v)", c.name, got.Refined, got.Class, got.Rows, err)
+		}
+	}
+	if err := db.Amend([]cache.Key{a.Key, b.Key}, mark); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []cache.Record{a, b} {
+		got, err := db.Get(r.Key)
+		if err != nil || len(got.Refined) != 1 || got.Refined[0] != "llama-3-8b" || got.WinnerID != r.WinnerID || got.MedianUS != r.MedianUS {
+			t.Errorf("%s after Amend: %+v (%v)", r.Key, got.Refined, err)
+		}
+	}
+	snap, err := db.Snapshot(true)
+	if err != nil || len(snap.Summaries) != 2 || len(snap.Bad) != 0 || snap.Summaries[0].MedianUS != a.MedianUS || len(snap.Cubins) != 1 {
+		t.Fatalf("snapshot after Amend: %+v (%v)", snap, err)
+	}
+	if got, err := db.Cubin(cache.CubinHash(cubin)); err != nil || string(got) != string(cubin) {
+		t.Fatalf("a's cubin after Amend: %q (%v)", got, err)
+	}
+	if err := db.Delete(a.Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Cubin(cache.CubinHash(cubin)); !errors.Is(err, cache.ErrNotFound) {
+		t.Errorf("a's cubin counted twice after Amend: kept after its record went (%v)", err)
+	}
+}
+
 func TestAllWalkSnapshot(t *testing.T) {
 	db, _ := openWriter(t)
 	rng := newRNG(t)

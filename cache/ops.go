@@ -502,6 +502,73 @@ func (db *DB) Cubin(hash string) ([]byte, error) {
 	return out, nil
 }
 
+// Amend changes the records under keys (k.Model "" : the only model that
+// has the rest of k) by fn, all in one transaction: none changes unless
+// all do. fn may change what a record says but not its key or the cubins
+// it names (its winner's, its exact alternative's), which stay as
+// stored; Put replaces a winner. ErrNotFound if a key has no record,
+// ErrBadRecord if one does not decode, is of another schema or does not
+// validate after fn.
+func (db *DB) Amend(keys []Key, fn func(*Record)) error {
+	for _, k := range keys {
+		if err := k.Validate(); err != nil {
+			return err
+		}
+	}
+	return db.update(func(tx *bolt.Tx) error {
+		ix := loadIndex(tx)
+		for _, k := range keys {
+			k, err := resolveModel(tx, k)
+			if err != nil {
+				return err
+			}
+			fb := recordBucket(tx, k)
+			sk := []byte(k.Shape().String())
+			var v []byte
+			if fb != nil {
+				v = fb.Get(sk)
+			}
+			if v == nil {
+				return fmt.Errorf("%s: %w", k, ErrNotFound)
+			}
+			rec, err := decodeAt(k, v)
+			if err != nil {
+				return err
+			}
+			if rec.Schema != SchemaVersion {
+				return fmt.Errorf("%w %s: schema %d, this autotune amends %d", ErrBadRecord, k, rec.Schema, SchemaVersion)
+			}
+			cubins := storedCubinHashes(k, v)
+			fn(&rec)
+			if rec.Key != k || storedHashes(rec) != cubins {
+				return fmt.Errorf("%w %s: an amendment may not change the key or the cubins", ErrBadRecord, k)
+			}
+			rec.sanitize()
+			if err := rec.Validate(); err != nil {
+				return err
+			}
+			data, err := json.Marshal(rec)
+			if err != nil {
+				return fmt.Errorf("encoding record %s: %w", k, err)
+			}
+			if err := fb.Put(sk, sealValue(data)); err != nil {
+				return fmt.Errorf("storing %s: %w", k, err)
+			}
+			ix.set(rec.Summary())
+		}
+		return ix.save(tx)
+	})
+}
+
+// storedHashes is storedCubinHashes of a decoded record.
+func storedHashes(r Record) [2]string {
+	out := [2]string{r.CubinHash}
+	if r.Exact != nil {
+		out[1] = r.Exact.CubinHash
+	}
+	return out
+}
+
 // Delete removes the record under k (k.Model "" : the only model that has
 // the rest of k), and its cubin when no other record uses it, in one
 // transaction. ErrNotFound if there is none.

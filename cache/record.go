@@ -88,6 +88,12 @@ type Record struct {
 	// Token is set when the winner was chosen in a decoded token rather
 	// than launched alone; Candidates keep the figures measured alone.
 	Token *TokenChoice `json:"token,omitempty"`
+	// Refined names the model presets whose token finished a refinement
+	// (autotune --refine) with this winner in place, whether or not that
+	// refinement changed it; a choice the token changes names only that
+	// token. A run that resumes --refine skips the tokens every shape of
+	// which names it. Optional, like Exact.
+	Refined []string `json:"refined,omitempty"`
 
 	Candidates []Candidate `json:"candidates,omitempty"` // every candidate measured or excluded
 }
@@ -125,6 +131,10 @@ type Candidate struct {
 	GBs         float64      `json:"gbs,omitempty"`
 	PctCeiling  float64      `json:"pct_ceiling,omitempty"`
 	Samples     int          `json:"samples,omitempty"`
+	// P is the Mann–Whitney U p-value of its samples against stock's, 0
+	// when not computed: what the record's P becomes when a refinement
+	// makes it the winner.
+	P float64 `json:"p,omitempty"`
 }
 
 // TokenChoice says that a record's winner was chosen in a decoded token
@@ -280,7 +290,7 @@ func (r *Record) sanitize() {
 	copy(cs, r.Candidates)
 	for i := range cs {
 		c := &cs[i]
-		for _, f := range []*float64{&c.MedianUS, &c.LoUS, &c.HiUS, &c.GBs, &c.PctCeiling} {
+		for _, f := range []*float64{&c.MedianUS, &c.LoUS, &c.HiUS, &c.GBs, &c.PctCeiling, &c.P} {
 			finite(f)
 		}
 	}

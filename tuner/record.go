@@ -83,11 +83,15 @@ func (d Decision) Record() cache.Record {
 		}
 	}
 	for _, c := range d.Candidates {
+		var p float64
+		if c.Status == StatusOK && len(c.Samples) > 0 && len(d.Stock.Samples) > 0 && !c.Params.IsStock() {
+			p = compare(d.Stock.Samples, c.Samples, 0.05)
+		}
 		r.Candidates = append(r.Candidates, cache.Candidate{
 			ID: c.ID, Params: c.Params, Class: c.Class, Status: string(c.Status), Reason: c.Reason,
 			Registers: c.Registers, BlocksPerSM: c.BlocksPerSM,
 			MedianUS: c.MedianUS, LoUS: c.LoUS, HiUS: c.HiUS, GBs: c.GBs, PctCeiling: c.PctCeiling,
-			Samples: len(c.Samples),
+			Samples: len(c.Samples), P: p,
 		})
 	}
 	return r

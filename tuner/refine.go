@@ -3,6 +3,7 @@ package tuner
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ type RefineOptions struct {
 	PDL bool
 	// Samples is how many timed batches give each median; 0 is 21.
 	Samples int
-	// WaitForLock (RefineDecisions) waits for the GPU's lock when another
+	// WaitForLock (RefineRecords) waits for the GPU's lock when another
 	// tuner holds it, instead of failing with ErrGPUBusy.
 	WaitForLock bool
 }
@@ -223,103 +224,150 @@ func Alternatives(job Job, cands []Measured, chosen space.Params, sms int) []Cha
 	return out
 }
 
+// RecordAlternatives is Alternatives of a cache record's candidates, in
+// place of chosen (its winner, or what runs instead).
+func RecordAlternatives(rec cache.Record, chosen space.Params, sms int) []ChainVariant {
+	cands := make([]Measured, len(rec.Candidates))
+	for i, c := range rec.Candidates {
+		cands[i] = Measured{Params: c.Params, Class: c.Class, Status: c.Status, MedianUS: c.MedianUS}
+	}
+	return Alternatives(JobOf(rec.Key), cands, chosen, sms)
+}
+
+// JobOf is the job a cache key names.
+func JobOf(k cache.Key) Job { return Job{Format: k.Format, Rows: k.Rows, Cols: k.Cols} }
+
 // aloneSep separates, in a decision the token chose, why it was chosen
 // there from the decision made alone.
 const aloneSep = "; alone "
 
-// applyRefinement returns the decisions among ds whose winner ref chose in
-// the token, updated (RefineDecisions). A decision an earlier refinement
+// RefinedRecord is a record whose winner a refinement changed, and the
+// cubin of its new winner.
+type RefinedRecord struct {
+	Record cache.Record
+	Cubin  []byte
+}
+
+// applyRefinement returns the records among recs whose winner ref chose
+// in the token, updated (RefineRecords). A record an earlier refinement
 // changed keeps what ran alone (TokenChoice.Isolated, its reason).
-func applyRefinement(ds []Decision, ref Refinement, model string, pdl bool) []Decision {
-	var changed []Decision
+func applyRefinement(recs []cache.Record, ref Refinement, model string, pdl bool) []RefinedRecord {
+	var changed []RefinedRecord
 	for _, v := range ref.Chosen {
-		i := slices.IndexFunc(ds, func(d Decision) bool { return d.Job == v.Job() })
+		i := slices.IndexFunc(recs, func(r cache.Record) bool { return JobOf(r.Key) == v.Job() })
 		if i < 0 {
 			continue
 		}
-		d := ds[i]
-		j := slices.IndexFunc(d.Candidates, func(c Candidate) bool { return c.Params == v.Params })
+		r := recs[i]
+		j := slices.IndexFunc(r.Candidates, func(c cache.Candidate) bool { return c.Params == v.Params })
 		if j < 0 {
 			continue
 		}
 		// What ran alone: the winner, or, for a choice an earlier
 		// refinement made, the winner it replaced and that one's reason.
-		before, isolated, alone := d.Winner.ID, d.Winner.ID, d.Reason
-		if d.Token != nil {
-			isolated = d.Token.Isolated
-			if i := strings.Index(d.Reason, aloneSep); i >= 0 {
-				alone = d.Reason[i+len(aloneSep):]
+		before, isolated, alone := r.WinnerID, r.WinnerID, r.Decision
+		if r.Token != nil {
+			isolated = r.Token.Isolated
+			if i := strings.Index(r.Decision, aloneSep); i >= 0 {
+				alone = r.Decision[i+len(aloneSep):]
 			}
 		}
-		w := d.Candidates[j]
-		w.PDLUS, w.PDLShared, w.LaunchPDL = 0, int(v.PDLShared), pdl
-		d.Winner, d.Cubin, d.Kept = w, v.Cubin, false
-		d.Speedup = d.Stock.MedianUS / w.MedianUS
-		if len(d.Stock.Samples) > 0 && len(w.Samples) > 0 {
-			d.P = compare(d.Stock.Samples, w.Samples, 0.05)
+		w := r.Candidates[j]
+		r.WinnerID, r.Params, r.Class, r.Layout = w.ID, w.Params, w.Class, w.Params.L
+		r.MedianUS, r.LoUS, r.HiUS, r.GBs, r.PctCeiling = w.MedianUS, w.LoUS, w.HiUS, w.GBs, w.PctCeiling
+		r.Samples, r.Registers, r.BlocksPerSM, r.P = w.Samples, w.Registers, w.BlocksPerSM, w.P
+		r.PDLUS, r.PDLShared, r.LaunchPDL = 0, int(v.PDLShared), pdl
+		r.Speedup = 0
+		if w.MedianUS > 0 {
+			r.Speedup = r.StockMedianUS / w.MedianUS
 		}
 		if w.Class == cache.ClassExact {
-			d.Exact = nil
+			r.Exact = nil
 		}
-		d.Token = &TokenChoice{Model: model, Isolated: isolated, PDL: pdl, TokenUS: ref.Together.MedianUS, BaseTokenUS: ref.BaseAgain.MedianUS}
-		d.Reason = fmt.Sprintf("%s: chosen in the %s token, %+.2f %% per token (%.1f against %.1f µs with %s)%s%s",
+		r.Refined = nil // the choice other tokens were refined with is gone
+		r.Token = &TokenChoice{Model: model, Isolated: isolated, PDL: pdl, TokenUS: ref.Together.MedianUS, BaseTokenUS: ref.BaseAgain.MedianUS}
+		r.Decision = fmt.Sprintf("%s: chosen in the %s token, %+.2f %% per token (%.1f against %.1f µs with %s)%s%s",
 			w.ID, model, 100*ref.Change(), ref.Together.MedianUS, ref.BaseAgain.MedianUS, before, aloneSep, alone)
-		changed = append(changed, d)
+		changed = append(changed, RefinedRecord{Record: r, Cubin: v.Cubin})
 	}
 	return changed
 }
 
-// infoOf returns the local GPU with uuid.
-func infoOf(uuid string) (gpu.Info, error) {
+// Refined returns d with the winner a refinement chose for it (rec, its
+// record as RefineRecords changed it, and the cubin it ran): the
+// candidate of d that rec names, with the launch rec records, and rec's
+// reason and token. d is returned as it is when none of its candidates is
+// rec's winner.
+func (d Decision) Refined(rec cache.Record, cubin []byte) Decision {
+	i := slices.IndexFunc(d.Candidates, func(c Candidate) bool { return c.Params == rec.Params })
+	if i < 0 {
+		return d
+	}
+	w := d.Candidates[i]
+	w.PDLUS, w.PDLShared, w.LaunchPDL = rec.PDLUS, rec.PDLShared, rec.LaunchPDL
+	d.Winner, d.Cubin, d.Kept = w, cubin, false
+	d.Speedup, d.P, d.Token, d.Reason = rec.Speedup, rec.P, rec.Token, rec.Decision
+	if rec.Exact == nil {
+		d.Exact = nil
+	}
+	return d
+}
+
+// refineGPU returns the local GPU with uuid, which measured the records,
+// or else the first local GPU of their model (a cache tuned on another
+// machine of the same model).
+func refineGPU(uuid, model string) (gpu.Info, error) {
 	infos, err := gpu.Probe()
 	if err != nil {
 		return gpu.Info{}, err
 	}
-	for _, in := range infos {
-		if in.UUID == uuid {
-			return in, nil
-		}
+	if i := slices.IndexFunc(infos, func(in gpu.Info) bool { return in.UUID == uuid }); i >= 0 {
+		return infos[i], nil
 	}
-	return gpu.Info{}, fmt.Errorf("refine: no local GPU is %s, which measured the decisions", uuid)
+	if i := slices.IndexFunc(infos, func(in gpu.Info) bool { return cache.NormalizeModel(in.Name) == model }); i >= 0 {
+		return infos[i], nil
+	}
+	return gpu.Info{}, fmt.Errorf("refine: no local GPU is a %s, which measured the records", model)
 }
 
 // TokenChoice says that a decision's winner was chosen in a decoded
-// token rather than launched alone (RefineDecisions).
+// token rather than launched alone (RefineRecords).
 type TokenChoice = cache.TokenChoice
 
-// RefineDecisions runs RefineChain on the token of stages, which the
-// caller built from decisions ds (each stage runs the winner of the
-// decision of its format and shape; decisions of GPUs of one model, as a
-// run split across a machine's GPUs leaves them), on the GPU that measured
-// the first stage's, under its lock, with each decision's alternatives
-// (PickAlternatives of its candidates), and returns the decisions whose
-// winner the token changed, updated: the chosen candidate wins, with the
-// cubin it ran, recorded in PDL launch mode with the shared memory it ran
-// with (under opts.PDL), and Token says why; the candidates keep every
-// figure measured alone.
-func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds []Decision, opts RefineOptions) ([]Decision, Refinement, error) {
-	byKey := map[Job]int{}
-	for i, d := range ds {
-		byKey[d.Job] = i
+// RefineRecords runs RefineChain on the token of stages, which the caller
+// built from the cache records recs (each stage runs the winner of the
+// record of its format and shape; records of one GPU model), on the local
+// GPU that measured the first stage's record, or another of its model,
+// under its lock, with each record's alternatives (RecordAlternatives),
+// and returns the records whose winner the token changed, updated: the
+// chosen candidate wins, with the cubin it ran, recorded in PDL launch
+// mode with the shared memory it ran with (under opts.PDL), and Token
+// says why; the candidates keep every figure measured alone.
+func RefineRecords(ctx context.Context, model string, stages []ChainStage, recs []cache.Record, opts RefineOptions) ([]RefinedRecord, Refinement, error) {
+	byJob := map[Job]int{}
+	for i, r := range recs {
+		byJob[JobOf(r.Key)] = i
 	}
-	uuid, model0 := "", ""
+	var first *cache.Record
 	for _, st := range stages {
-		i, ok := byKey[st.Job()]
+		i, ok := byJob[st.Job()]
 		if !ok {
-			return nil, Refinement{}, fmt.Errorf("refine: no decision for stage %s (%s %dx%d)", st.Name, st.Format, st.Rows, st.Cols)
+			return nil, Refinement{}, fmt.Errorf("refine: no record for stage %s (%s %dx%d)", st.Name, st.Format, st.Rows, st.Cols)
 		}
-		m := cache.NormalizeModel(ds[i].GPUName)
-		if uuid == "" {
-			uuid, model0 = ds[i].GPUUUID, m
-		} else if m != model0 {
-			return nil, Refinement{}, fmt.Errorf("refine: the token's decisions were measured on GPUs of different models (%s, %s); a token runs on one", model0, m)
+		if first == nil {
+			first = &recs[i]
+		} else if recs[i].Model != first.Model {
+			return nil, Refinement{}, fmt.Errorf("refine: the token's records were measured on GPUs of different models (%s, %s); a token runs on one", first.Model, recs[i].Model)
 		}
 	}
-	info, err := infoOf(uuid)
+	if first == nil {
+		return nil, Refinement{}, errors.New("refine: a token of no stages")
+	}
+	info, err := refineGPU(first.GPUUUID, first.Model)
 	if err != nil {
 		return nil, Refinement{}, err
 	}
-	lk, err := lockGPU(ctx, uuid, opts.WaitForLock, nil)
+	lk, err := lockGPU(ctx, info.UUID, opts.WaitForLock, nil)
 	if err != nil {
 		return nil, Refinement{}, err
 	}
@@ -327,17 +375,10 @@ func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds 
 	var alts []ChainVariant
 	seen := map[Job]bool{}
 	for _, st := range stages {
-		k := st.Job()
-		if seen[k] {
-			continue
+		if k := st.Job(); !seen[k] {
+			seen[k] = true
+			alts = append(alts, RecordAlternatives(recs[byJob[k]], st.Params, info.SMs)...)
 		}
-		seen[k] = true
-		d := ds[byKey[k]] // every stage has one: checked above
-		cands := make([]Measured, len(d.Candidates))
-		for j, c := range d.Candidates {
-			cands[j] = Measured{c.Params, c.Class, string(c.Status), c.MedianUS}
-		}
-		alts = append(alts, Alternatives(k, cands, st.Params, info.SMs)...)
 	}
 	if len(alts) == 0 {
 		return nil, Refinement{}, nil
@@ -346,5 +387,5 @@ func RefineDecisions(ctx context.Context, model string, stages []ChainStage, ds 
 	if err != nil || ref.Chosen == nil {
 		return nil, ref, err
 	}
-	return applyRefinement(ds, ref, model, opts.PDL), ref, nil
+	return applyRefinement(recs, ref, model, opts.PDL), ref, nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gemvtune/gemvtune/cache"
 	"github.com/gemvtune/gemvtune/space"
 )
 
@@ -182,52 +183,64 @@ func TestPickAlternatives(t *testing.T) {
 	}
 }
 
-// applyRefinement makes the chosen candidate the winner, with the cubin
-// and PDL shared memory the token ran, says why, and keeps the figures
-// measured alone; the exact alternative goes when the new winner is
-// exact.
+// applyRefinement makes the chosen candidate the winner of its record,
+// with the cubin and PDL shared memory the token ran, its p-value against
+// stock from the tune, says why, and keeps the figures measured alone; the
+// exact alternative goes when the new winner is exact, and so do the
+// marks of tokens refined with the old winner. Decision.Refined shows the
+// same choice in the run's decision.
 func TestApplyRefinement(t *testing.T) {
 	p := func(id string) space.Params { return mustParse(t, id) }
 	stock := Candidate{ID: "v1", Params: space.Stock, Class: "exact", Status: StatusOK, MedianUS: 20, Samples: []float64{20, 20.1, 19.9, 20, 20.2}}
 	alone := Candidate{ID: "r2f0u2s3w16l2a1", Params: p("r2f0u2s3w16l2a1"), Class: "tolerance", Status: StatusOK, MedianUS: 4.0, PDLUS: 3.5, LaunchPDL: true}
 	next := Candidate{ID: "r1f0u4s3w16g2l2", Params: p("r1f0u4s3w16g2l2"), Class: "exact", Status: StatusOK, MedianUS: 4.1, Samples: []float64{4.1, 4.11, 4.09, 4.1, 4.12}}
-	d := Decision{Job: Job{Format: "q4_0", Rows: 4096, Cols: 4096}, Winner: alone, Stock: stock, Reason: "r2f0u2s3w16l2a1: +400 % over v1",
+	d := Decision{Job: Job{Format: "q4_0", Rows: 4096, Cols: 4096}, Arch: "sm_90", Winner: alone, Stock: stock, Reason: "r2f0u2s3w16l2a1: +400 % over v1",
 		Candidates: []Candidate{stock, alone, next}, Cubin: []byte("alone"), Exact: &Alternative{Winner: next}}
-	other := Decision{Job: Job{Format: "q4_0", Rows: 6144, Cols: 4096}, Winner: alone}
+	rec := d.Record()
+	rec.Refined = []string{"mistral-7b"}
+	other := cache.Record{Key: cache.Key{Arch: "sm_90", Format: "q4_0", Rows: 6144, Cols: 4096}, WinnerID: alone.ID, Params: alone.Params}
 	together, base := ChainTiming{MedianUS: 1160}, ChainTiming{MedianUS: 1173.8}
 	ref := Refinement{Chosen: []ChainVariant{{Format: "q4_0", Rows: 4096, Cols: 4096, Params: next.Params, Cubin: []byte("next"), PDLShared: 115968}},
 		Together: &together, BaseAgain: &base}
-	got := applyRefinement([]Decision{other, d}, ref, "llama-3-8b", true)
+	got := applyRefinement([]cache.Record{other, rec}, ref, "llama-3-8b", true)
 	if len(got) != 1 {
-		t.Fatalf("%d decisions changed, want 1", len(got))
+		t.Fatalf("%d records changed, want 1", len(got))
 	}
-	g := got[0]
-	if g.Winner.ID != next.ID || string(g.Cubin) != "next" || g.Winner.PDLShared != 115968 || !g.Winner.LaunchPDL || g.Winner.PDLUS != 0 ||
-		g.Winner.MedianUS != 4.1 || g.Exact != nil || math.Abs(g.Speedup-20.0/4.1) > 1e-12 || !(g.P > 0 && g.P < 0.05) {
-		t.Errorf("changed decision %+v", g)
+	g := got[0].Record
+	if g.WinnerID != next.ID || g.Params != next.Params || g.Layout != next.Params.L || string(got[0].Cubin) != "next" || g.PDLShared != 115968 || !g.LaunchPDL || g.PDLUS != 0 ||
+		g.MedianUS != 4.1 || g.Samples != 5 || g.Exact != nil || g.Refined != nil || math.Abs(g.Speedup-20.0/4.1) > 1e-12 || !(g.P > 0 && g.P < 0.05) {
+		t.Errorf("changed record %+v", g)
+	}
+	if err := g.Validate(); err != nil {
+		t.Errorf("changed record: %v", err)
 	}
 	if g.Token == nil || *g.Token != (TokenChoice{Model: "llama-3-8b", Isolated: alone.ID, PDL: true, TokenUS: 1160, BaseTokenUS: 1173.8}) {
 		t.Errorf("token %+v", g.Token)
 	}
-	if want := "r1f0u4s3w16g2l2: chosen in the llama-3-8b token, -1.18 % per token (1160.0 against 1173.8 µs with r2f0u2s3w16l2a1); alone r2f0u2s3w16l2a1: +400 % over v1"; g.Reason != want {
-		t.Errorf("reason %q, want %q", g.Reason, want)
+	if want := "r1f0u4s3w16g2l2: chosen in the llama-3-8b token, -1.18 % per token (1160.0 against 1173.8 µs with r2f0u2s3w16l2a1); alone r2f0u2s3w16l2a1: +400 % over v1"; g.Decision != want {
+		t.Errorf("reason %q, want %q", g.Decision, want)
 	}
-	if d.Winner.ID != alone.ID {
-		t.Error("the caller's decision changed")
+	if rec.WinnerID != alone.ID || rec.Refined == nil {
+		t.Error("the caller's record changed")
+	}
+	rd := d.Refined(g, got[0].Cubin)
+	if rd.Winner.ID != next.ID || len(rd.Winner.Samples) != 5 || rd.Winner.PDLShared != 115968 || !rd.Winner.LaunchPDL || string(rd.Cubin) != "next" ||
+		rd.Exact != nil || rd.Reason != g.Decision || rd.Token != g.Token || rd.P != g.P || rd.Speedup != g.Speedup || d.Winner.ID != alone.ID {
+		t.Errorf("the decision refined: %+v", rd)
 	}
 	// A second round that moves it back keeps what ran alone: the first
 	// winner and its reason, not the first round's choice.
-	third := Candidate{ID: "r2f0u4s3w16l2a1", Params: p("r2f0u4s3w16l2a1"), Class: "tolerance", Status: StatusOK, MedianUS: 4.2}
+	third := cache.Candidate{ID: "r2f0u4s3w16l2a1", Params: p("r2f0u4s3w16l2a1"), Class: "tolerance", Status: "ok", MedianUS: 4.2}
 	g.Candidates = append(g.Candidates, third)
 	together2, base2 := ChainTiming{MedianUS: 1150}, ChainTiming{MedianUS: 1160}
 	ref2 := Refinement{Chosen: []ChainVariant{{Format: "q4_0", Rows: 4096, Cols: 4096, Params: third.Params, Cubin: []byte("third")}},
 		Together: &together2, BaseAgain: &base2}
-	got = applyRefinement([]Decision{g}, ref2, "llama-3-8b", true)
-	if len(got) != 1 || got[0].Token.Isolated != alone.ID || string(got[0].Cubin) != "third" {
+	got = applyRefinement([]cache.Record{g}, ref2, "llama-3-8b", true)
+	if len(got) != 1 || got[0].Record.Token.Isolated != alone.ID || string(got[0].Cubin) != "third" {
 		t.Fatalf("second round: %+v", got)
 	}
-	if want := "r2f0u4s3w16l2a1: chosen in the llama-3-8b token, -0.86 % per token (1150.0 against 1160.0 µs with r1f0u4s3w16g2l2); alone r2f0u2s3w16l2a1: +400 % over v1"; got[0].Reason != want {
-		t.Errorf("second round's reason %q, want %q", got[0].Reason, want)
+	if want := "r2f0u4s3w16l2a1: chosen in the llama-3-8b token, -0.86 % per token (1150.0 against 1160.0 µs with r1f0u4s3w16g2l2); alone r2f0u2s3w16l2a1: +400 % over v1"; got[0].Record.Decision != want {
+		t.Errorf("second round's reason %q, want %q", got[0].Record.Decision, want)
 	}
 }
 

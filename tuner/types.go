@@ -121,7 +121,7 @@ type Decision struct {
 	// GEMV_REQUIRE_EXACT=1 gets. Nil when Winner is exact.
 	Exact *Alternative `json:"exact,omitempty"`
 	// Token is set when the winner was chosen in a decoded token, not
-	// launched alone (RefineDecisions); Candidates keep the figures
+	// launched alone (RefineRecords); Candidates keep the figures
 	// measured alone.
 	Token *TokenChoice `json:"token,omitempty"`
 

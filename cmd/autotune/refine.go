@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -36,11 +37,7 @@ func refineAlternatives(db *cache.DB, arch, model string, sms int, stages []tune
 			missing = append(missing, fmt.Sprintf("%s %dx%d (%v)", st.Format, st.Rows, st.Cols, err))
 			continue
 		}
-		cands := make([]tuner.Measured, len(rec.Candidates))
-		for i, c := range rec.Candidates {
-			cands[i] = tuner.Measured{Params: c.Params, Class: c.Class, Status: c.Status, MedianUS: c.MedianUS}
-		}
-		alts = append(alts, tuner.Alternatives(st.Job(), cands, st.Params, sms)...)
+		alts = append(alts, tuner.RecordAlternatives(rec, st.Params, sms)...)
 	}
 	return alts, missing
 }
@@ -214,18 +211,22 @@ func refineTokens(ctx context.Context, pol *gemvtune.Policy, run chainRun, g gpu
 	return nil
 }
 
-// refineTunedFn is tuner.RefineDecisions, behind a variable so tests can
+// refineTunedFn is tuner.RefineRecords, behind a variable so tests can
 // use a fake.
-var refineTunedFn = tuner.RefineDecisions
+var refineTunedFn = tuner.RefineRecords
 
-// refineTuned is tune --refine: for each GPU model and format, the
-// model preset's token of this run's decisions is refined
-// (tuner.RefineDecisions) on a GPU of that model; the decisions it
-// changes are stored and replaced in ds. A format whose token has a shape
-// this run did not decide (resumed, or out of its formats) is skipped,
-// and stderr says so. When a refinement fails or is interrupted, the
-// formats from it on are returned in unfinished.
-func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.Decision, stderr io.Writer) (unfinished []string, err error) {
+// refineTuned is tune --refine: for each of the run's GPU models (gpus)
+// and each format of jobs, the model preset's token of the cache's
+// choices, this run's and an earlier run's alike, is refined
+// (tuner.RefineRecords) on a GPU of that model, unless every record of
+// that token names it refined already (cache.Record.Refined). The choices
+// it changes are stored, and replaced in ds (this run's decisions, for the
+// table); a token whose rounds all finish has its records marked refined,
+// so that a run interrupted here resumes with the tokens it did not
+// finish. A format with a shape the cache holds no current record for is
+// skipped, and stderr says so. When a refinement fails or is interrupted,
+// the formats from it on are returned in unfinished.
+func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, gpus []localGPU, jobs []tuner.Job, ds []tuner.Decision, stderr io.Writer) (unfinished []string, err error) {
 	name := f.model
 	if name == "" {
 		name = defaultModel
@@ -236,17 +237,14 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.D
 	}
 	token := p.token()
 	type group struct {
-		gpuModel, format string
+		gpu    localGPU
+		format string
 	}
 	var groups []group
-	index := map[group]map[tuner.Job]int{} // the group's decisions, by job, as indexes into ds
-	for i, d := range ds {
-		g := group{cache.NormalizeModel(d.GPUName), d.Format}
-		if index[g] == nil {
-			index[g] = map[tuner.Job]int{}
-			groups = append(groups, g)
+	for _, g := range gpus {
+		for _, format := range tuner.JobFormats(jobs) {
+			groups = append(groups, group{g, format})
 		}
-		index[g][d.Job] = i
 	}
 	// unfinishedFrom is the formats of groups[i:], each once, when the
 	// refinement stops at group i.
@@ -260,37 +258,62 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.D
 		return fs
 	}
 	for gi, g := range groups {
+		where := fmt.Sprintf("%s on %s", g.format, g.gpu.model)
+		recs, cubins, missing := tokenRecords(store, g.gpu, g.format, token)
+		if missing != "" {
+			fmt.Fprintf(stderr, "autotune: refine %s: %s: not refined\n", where, missing)
+			continue
+		}
+		if !slices.ContainsFunc(recs, func(r cache.Record) bool { return !slices.Contains(r.Refined, p.name) }) {
+			fmt.Fprintf(stderr, "autotune: refine %s: refined in the %s token by an earlier run (--force tunes and refines it again)\n", where, p.name)
+			continue
+		}
+		arch, err := space.ParseArch(g.gpu.arch)
+		if err != nil {
+			return nil, err
+		}
 		for round := 1; round <= refineRounds; round++ {
-			stages, own, missing := decidedStages(ds, index[g], g.format, token)
-			if missing != "" {
-				fmt.Fprintf(stderr, "autotune: refine %s: %s was not tuned in this run: not refined (autotune bench --chain --refine tries the cache's choices)\n", g.format, missing)
-				break
-			}
-			arch, err := space.ParseArch(own[0].Arch)
-			if err != nil {
-				return nil, err
-			}
-			label := g.format
+			label := where
 			if round > 1 {
-				label = fmt.Sprintf("%s (round %d)", g.format, round)
+				label = fmt.Sprintf("%s (round %d)", where, round)
 				fmt.Fprintf(stderr, "autotune: refine %s: the token again, each shape's next-best candidates after the shapes round %d changed\n", label, round-1)
 			} else {
-				fmt.Fprintf(stderr, "autotune: refine %s: the %s token with each shape's next-best candidates on %s\n", label, p.name, own[0].GPUName)
+				fmt.Fprintf(stderr, "autotune: refine %s: the %s token with each shape's next-best candidates\n", label, p.name)
 			}
-			changed, ref, err := refineTunedFn(ctx, p.name, stages, own, tuner.RefineOptions{PDL: arch.Major >= 9, WaitForLock: f.wait})
+			stages := recordStages(recs, cubins, token)
+			changed, ref, err := refineTunedFn(ctx, p.name, stages, recs, tuner.RefineOptions{PDL: arch.Major >= 9, WaitForLock: f.wait})
 			if err != nil {
 				return unfinishedFrom(gi), fmt.Errorf("refine %s: %w", label, err)
 			}
-			for _, d := range changed {
-				if err := putDecision(store, d); err != nil {
+			for _, c := range changed {
+				if err := storeRefined(store, c); err != nil {
 					return unfinishedFrom(gi), err
 				}
-				ds[index[g][d.Job]] = d
+				job := tuner.JobOf(c.Record.Key)
+				recs[slices.IndexFunc(recs, func(r cache.Record) bool { return tuner.JobOf(r.Key) == job })] = c.Record
+				cubins[job] = c.Cubin
+				for i, d := range ds {
+					if d.Arch == g.gpu.arch && cache.NormalizeModel(d.GPUName) == g.gpu.model && d.Job == job {
+						ds[i] = d.Refined(c.Record, c.Cubin)
+					}
+				}
 			}
 			fmt.Fprintf(stderr, "autotune: refine %s: %s\n", label, refineSummary(ref))
 			if len(changed) == 0 {
 				break
 			}
+		}
+		keys := make([]cache.Key, len(recs))
+		for i, r := range recs {
+			keys[i] = r.Key
+		}
+		err = store.Amend(keys, func(r *cache.Record) {
+			if !slices.Contains(r.Refined, p.name) {
+				r.Refined = append(r.Refined, p.name)
+			}
+		})
+		if err != nil {
+			return unfinishedFrom(gi), fmt.Errorf("refine %s: marking its records refined: %w", where, err)
 		}
 	}
 	return nil, nil
@@ -305,32 +328,77 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, ds []tuner.D
 // reads, where the previous lease's refined o, beside an s=3 qkv, was 5.
 const refineRounds = 2
 
-// decidedStages is the token of format with each stage running its
-// decision's choice (index: the decisions of one GPU model, by job) and
-// those decisions, one per shape; or the first shape without a decision
-// in missing.
-func decidedStages(ds []tuner.Decision, index map[tuner.Job]int, format string, token []tokenGEMV) (stages []tuner.ChainStage, own []tuner.Decision, missing string) {
+// tokenRecords returns the cache's current record of each shape of the
+// token for format on GPU model g, in the token's order, and the cubins
+// of their winners by job; or, in missing, the first shape without one
+// and why.
+func tokenRecords(store *cache.DB, g localGPU, format string, token []tokenGEMV) (recs []cache.Record, cubins map[tuner.Job][]byte, missing string) {
+	fam, err := variants.FamilyOf(format)
+	if err != nil {
+		return nil, nil, err.Error()
+	}
+	cubins = map[tuner.Job][]byte{}
 	seen := map[tuner.Job]bool{}
 	for _, t := range token {
 		j := tuner.Job{Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols}
-		i, ok := index[j]
-		if !ok {
-			return nil, nil, t.shape.String()
+		if seen[j] {
+			continue
 		}
-		d := ds[i]
-		if !seen[j] {
-			seen[j] = true
-			own = append(own, d)
+		seen[j] = true
+		rec, err := store.Get(cache.Key{Arch: g.arch, Model: g.model, Format: format, Rows: j.Rows, Cols: j.Cols})
+		switch {
+		case errors.Is(err, cache.ErrNotFound):
+			return nil, nil, fmt.Sprintf("%s is not in the cache", t.shape)
+		case err != nil:
+			return nil, nil, fmt.Sprintf("%s's entry cannot be read (%v)", t.shape, err)
 		}
-		rec := d.Record()
-		st := tuner.ChainStage{Name: t.name, Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols, Params: rec.Params,
+		if stale, why := rec.Stale(fam.SourceHash(), cache.ToolVersion); stale {
+			return nil, nil, fmt.Sprintf("%s's entry is stale (%s)", t.shape, why)
+		}
+		if !rec.Params.IsStock() {
+			if cubins[j], err = store.Cubin(rec.CubinHash); err != nil {
+				return nil, nil, fmt.Sprintf("%s's winner %s: %v", t.shape, rec.WinnerID, err)
+			}
+		}
+		recs = append(recs, rec)
+	}
+	return recs, cubins, ""
+}
+
+// recordStages is the token with each stage running the winner of the
+// record of its shape, from its cubin (stock from source).
+func recordStages(recs []cache.Record, cubins map[tuner.Job][]byte, token []tokenGEMV) []tuner.ChainStage {
+	byJob := map[tuner.Job]cache.Record{}
+	for _, r := range recs {
+		byJob[tuner.JobOf(r.Key)] = r
+	}
+	var stages []tuner.ChainStage
+	for _, t := range token {
+		rec := byJob[tuner.Job{Format: recs[0].Format, Rows: t.shape.Rows, Cols: t.shape.Cols}]
+		st := tuner.ChainStage{Name: t.name, Format: rec.Format, Rows: rec.Rows, Cols: rec.Cols, Params: rec.Params,
 			PDLShared: uint32(rec.PDLShared), LaunchPDL: rec.LaunchPDL}
 		if !rec.Params.IsStock() {
-			st.Cubin = d.Cubin
+			st.Cubin = cubins[tuner.JobOf(rec.Key)]
 		}
 		stages = append(stages, st)
 	}
-	return stages, own, ""
+	return stages
+}
+
+// storeRefined stores a record a refinement changed with its new
+// winner's cubin, keeping its exact alternative's.
+func storeRefined(store *cache.DB, c tuner.RefinedRecord) error {
+	var exact []byte
+	if x := c.Record.Exact; x != nil && x.CubinHash != "" {
+		var err error
+		if exact, err = store.Cubin(x.CubinHash); err != nil {
+			return fmt.Errorf("refine: keeping %s's exact alternative: %w", c.Record.Key, err)
+		}
+	}
+	if err := store.Put(c.Record, c.Cubin, exact); err != nil {
+		return fmt.Errorf("refine: saving %s: %w", c.Record.Key, err)
+	}
+	return nil
 }
 
 // refineSummary says in one line what a refinement kept.

@@ -102,7 +102,7 @@ func newTuneFlagSet(f *tuneFlags) *flag.FlagSet {
 	fs.BoolVar(&f.force, "force", false, "re-tune entries the cache already holds and are not stale")
 	fs.BoolVar(&f.wait, "wait", false, "wait for another tuner of the same GPU, or another writer of the cache, to finish instead of failing (Ctrl-C or SIGTERM stops the wait)")
 	fs.StringVar(&f.shard, "shard", "", "tune only part `I/N` of the job list (0 ≤ I < N): N machines (or processes with a cache file each) running their parts tune the list once; merge the parts with push and pull, or export and import")
-	fs.BoolVar(&f.refine, "refine", false, "after the jobs, run the model's decoded token (sm_90+: with PDL edges) with each shape's next-best candidates in place of its winner and keep those that make the token faster, a second time after a round that changed one (docs/tuner.md, \"Choosing in the token\")")
+	fs.BoolVar(&f.refine, "refine", false, "after the jobs, run the model's decoded token (sm_90+: with PDL edges) with each shape's next-best candidates in place of its winner and keep those that make the token faster, a second time after a round that changed one; a re-run refines the tokens the cache does not mark refined (docs/tuner.md, \"Choosing in the token\")")
 	return fs
 }
 
@@ -268,7 +268,8 @@ func dryRun(f tuneFlags, jobs []tuner.Job, stdout io.Writer) error {
 }
 
 // tune skips what the cache already holds, runs the tuner with progress,
-// stores each decision as it finishes and prints the final table.
+// stores each decision as it finishes, refines the tokens under --refine
+// and prints the final table.
 func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.Writer) error {
 	store, err := openStore(ctx, f.cachePath, f.wait)
 	if err != nil {
@@ -276,18 +277,13 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 	}
 	defer store.Close()
 	gpus := runGPUs(f.arch)
+	all := jobs
 
 	if !f.force {
 		var skipped, refreshed int
-		all := jobs
 		jobs, skipped, refreshed, err = skipFresh(store, gpus, jobs)
 		if err != nil {
 			return err
-		}
-		if f.refine {
-			for _, format := range formatsWithout(all, jobs) {
-				fmt.Fprintf(stderr, "autotune: refine %s: every shape was tuned in an earlier run: not refined (--force tunes and refines it again)\n", format)
-			}
 		}
 		if skipped > 0 {
 			fmt.Fprintf(stderr, "autotune: skipping %d (format, shape) already tuned in %s (--force re-tunes them)\n", skipped, store.Path())
@@ -295,12 +291,45 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 				fmt.Fprintf(stderr, "autotune: %d of them were tuned with another kernel source that compiles to the same cubins: kept\n", refreshed)
 			}
 		}
-		if len(jobs) == 0 {
+		if len(jobs) == 0 && !f.refine {
 			fmt.Fprintln(stderr, "autotune: nothing left to tune; see autotune show")
 			return nil
 		}
 	}
 
+	var decisions []tuner.Decision
+	var runErr error
+	if len(jobs) > 0 {
+		decisions, runErr = runJobs(ctx, f, store, gpus, jobs, stderr)
+	}
+	var unrefined []string // formats whose refinement an interrupt cut short
+	if f.refine && runErr == nil && ctx.Err() == nil {
+		unrefined, runErr = refineTuned(ctx, f, store, gpus, all, decisions, stderr) // replaces decisions in place: the order holds
+	}
+
+	if len(decisions) > 0 || runErr == nil && len(jobs) > 0 {
+		if err := writeResult(stdout, f.json, decisions); err != nil {
+			return err
+		}
+	}
+	switch {
+	case ctx.Err() != nil && len(unrefined) > 0:
+		return fmt.Errorf("interrupted while refining %s: all %d tuned entries and every finished refinement are saved in %s; run the same command again to refine the rest",
+			strings.Join(unrefined, ", "), len(decisions), store.Path())
+	case ctx.Err() != nil:
+		return fmt.Errorf("interrupted: %d of %d finished and saved in %s; run the same command again to resume",
+			len(decisions), len(jobs), store.Path())
+	case runErr != nil:
+		// Several jobs may fail (errors.Join): keep the error on one line.
+		return errors.New(strings.ReplaceAll(runErr.Error(), "\n", "; "))
+	}
+	return nil
+}
+
+// runJobs runs the tuner on jobs with progress on stderr, storing each
+// decision as it finishes, and returns the decisions in the order of jobs
+// (every one stored, when the run stopped early) and the run's error.
+func runJobs(ctx context.Context, f tuneFlags, store *cache.DB, gpus []localGPU, jobs []tuner.Job, stderr io.Writer) ([]tuner.Decision, error) {
 	prog := newProgress(stderr, len(jobs))
 	var (
 		mu   sync.Mutex
@@ -308,7 +337,7 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 	)
 	batches, share, note, err := f.budgetSpec.options(budgetArch(f.arch, gpus), jobs)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if note != "" {
 		fmt.Fprintln(stderr, "autotune:", note)
@@ -339,36 +368,7 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 	}
 	mu.Unlock()
 	sortDecisions(decisions, jobs)
-	var unrefined []string // formats whose refinement an interrupt cut short
-	if f.refine && runErr == nil && ctx.Err() == nil {
-		unrefined, runErr = refineTuned(ctx, f, store, decisions, stderr) // replaces decisions in place: the order holds
-	}
-
-	if len(decisions) > 0 || runErr == nil {
-		if err := writeResult(stdout, f.json, decisions); err != nil {
-			return err
-		}
-	}
-	switch {
-	case ctx.Err() != nil && len(unrefined) > 0:
-		// A run resumes tuning, not refining: every job is in the cache now.
-		return fmt.Errorf("interrupted while refining %s: all %d tuned entries and every finished refinement are saved in %s; run the same command with --force --formats %s to tune and refine those again",
-			strings.Join(unrefined, ", "), len(decisions), store.Path(), strings.Join(unrefined, ","))
-	case ctx.Err() != nil:
-		return fmt.Errorf("interrupted: %d of %d finished and saved in %s; run the same command again to resume",
-			len(decisions), len(jobs), store.Path())
-	case runErr != nil:
-		// Several jobs may fail (errors.Join): keep the error on one line.
-		return errors.New(strings.ReplaceAll(runErr.Error(), "\n", "; "))
-	}
-	return nil
-}
-
-// formatsWithout returns, in order, the formats of all that have no job
-// in left: those a resumed run does not tune.
-func formatsWithout(all, left []tuner.Job) []string {
-	tuning := tuner.JobFormats(left)
-	return slices.DeleteFunc(tuner.JobFormats(all), func(f string) bool { return slices.Contains(tuning, f) })
+	return decisions, runErr
 }
 
 // sortDecisions puts decisions, which arrive in the order they finish (GPUs
@@ -637,27 +637,20 @@ func refresh(db *cache.DB, rec cache.Record, hash string) bool {
 	if rec.Schema != cache.SchemaVersion || rec.ToolVersion != cache.ToolVersion || rec.CubinHash == "" && !rec.Params.IsStock() {
 		return false
 	}
-	var cubins [2][]byte
-	check := func(i int, p space.Params, h string) bool {
+	same := func(p space.Params, h string) bool {
 		if h == "" {
 			return p.IsStock() // stock has no stored cubin and nothing to compare
 		}
-		same, err := sameCubinFn(rec.Arch, rec.NVRTC, rec.Format, p, h)
-		if err != nil || !same {
-			return false
-		}
-		c, err := db.Cubin(h)
-		cubins[i] = c
-		return err == nil
+		ok, err := sameCubinFn(rec.Arch, rec.NVRTC, rec.Format, p, h)
+		return err == nil && ok
 	}
-	if !check(0, rec.Params, rec.CubinHash) {
+	if !same(rec.Params, rec.CubinHash) {
 		return false
 	}
-	if x := rec.Exact; x != nil && !x.Kept && !check(1, x.Params, x.CubinHash) {
+	if x := rec.Exact; x != nil && !x.Kept && !same(x.Params, x.CubinHash) {
 		return false
 	}
-	rec.SourceHash = hash
-	return db.Put(rec, cubins[0], cubins[1]) == nil
+	return db.Amend([]cache.Key{rec.Key}, func(r *cache.Record) { r.SourceHash = hash }) == nil
 }
 
 // putDecision stores one finished decision and its cubins.
