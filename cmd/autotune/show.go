@@ -174,5 +174,41 @@ func writeShow(w io.Writer, path string, recs []cache.Record) error {
 			r.MedianUS, r.GBs, r.PctCeiling, ofRead(r.ReadUS, r.MedianUS), usOrDash(r.PDLUS), launchMode(r), r.Speedup, exactAlt(r),
 			termtext.Printable(r.GPUName), termtext.Printable(stale))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeRefined(w, recs)
+}
+
+// writeRefined lists, per arch, GPU model and format, the model tokens
+// its records were refined in (cache.Record.Refined) and on how many
+// shapes: a resumed autotune --refine skips a token refined on every
+// shape of it.
+func writeRefined(w io.Writer, recs []cache.Record) error {
+	type group struct{ arch, model, format, token string }
+	var order []group
+	shapes := map[group]int{}
+	for _, r := range recs {
+		for _, tok := range r.Refined {
+			g := group{r.Arch, r.Model, r.Format, tok}
+			if shapes[g] == 0 {
+				order = append(order, g)
+			}
+			shapes[g]++
+		}
+	}
+	if len(order) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "\nrefined in a model's token (autotune --refine):")
+	for _, g := range order {
+		noun := "shapes"
+		if shapes[g] == 1 {
+			noun = "shape"
+		}
+		if _, err := fmt.Fprintf(w, "  %s %s %s: %s (%d %s)\n", g.arch, g.model, g.format, termtext.Printable(g.token), shapes[g], noun); err != nil {
+			return err
+		}
+	}
+	return nil
 }

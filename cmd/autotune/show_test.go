@@ -18,6 +18,7 @@ func TestShowCommand(t *testing.T) {
 	inToken := testRecord(t, "sm_90", "q4_0", 28672, 4096, "r2f0u2s3w16g7l2a1") // chosen in a token: no chain of its own
 	inToken.LaunchPDL, inToken.PDLShared = true, 43264
 	inToken.Token = &cache.TokenChoice{Model: "llama-3-8b", Isolated: "r1f0u2s3w16g7l2a1", PDL: true, TokenUS: 1160, BaseTokenUS: 1173.8}
+	tuned.Refined, inToken.Refined = []string{"llama-3-8b", "mistral-7b"}, []string{"llama-3-8b"}
 	path := cacheWith(t, tuned, stale, inToken)
 	var out, errOut bytes.Buffer
 	if err := showMain([]string{"--cache", path}, &out, &errOut); err != nil {
@@ -31,6 +32,9 @@ func TestShowCommand(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("show output lacks %q:\n%s", want, s)
 		}
+	}
+	if !strings.Contains(s, "refined in a model's token (autotune --refine):\n  sm_90 h200 q4_0: llama-3-8b (2 shapes)\n  sm_90 h200 q4_0: mistral-7b (1 shape)\n") {
+		t.Errorf("show output does not list the refined tokens:\n%s", s)
 	}
 	if !strings.Contains(s, "PDL µs") || !strings.Contains(s, "19.87") || !strings.Contains(s, "pdl 119808 B") {
 		t.Errorf("show output lacks the PDL µs and launch columns or their values:\n%s", s)
