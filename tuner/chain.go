@@ -564,6 +564,9 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	raw := func(st ChainStage) []byte { return raws[weightKey{st.Format, st.Rows, st.Cols, 0}] }
 	in := x0
 	for i, st := range stages {
+		if err := ctx.Err(); err != nil { // each check is a float64 GEMV on the CPU: stop between them
+			return res, err
+		}
 		e, err := checkStage(st, raw(st), in, ys[i])
 		if err != nil {
 			return res, err
@@ -587,6 +590,9 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		for i, st := range trialStages[ti] {
 			if st.Params == stages[i].Params {
 				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return res, err
 			}
 			in := x0
 			if i > 0 {
@@ -617,6 +623,9 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		}
 		defer c.DestroyEvent(e1)
 		for k := -3; k < opts.Samples; k++ { // three batches of warm-up
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			for gi, g := range timed {
 				if err := c.Record(e0, 0); err != nil {
 					return err

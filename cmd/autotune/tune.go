@@ -314,8 +314,8 @@ func tune(ctx context.Context, f tuneFlags, jobs []tuner.Job, stdout, stderr io.
 	}
 	switch {
 	case ctx.Err() != nil && len(unrefined) > 0:
-		return fmt.Errorf("interrupted while refining %s: all %d tuned entries and every finished refinement are saved in %s; run the same command again to refine the rest",
-			strings.Join(unrefined, ", "), len(decisions), store.Path())
+		return fmt.Errorf("interrupted while refining %s: every tuned entry and every finished refinement are saved in %s; run the same command again to refine the rest",
+			strings.Join(unrefined, ", "), store.Path())
 	case ctx.Err() != nil:
 		return fmt.Errorf("interrupted: %d of %d finished and saved in %s; run the same command again to resume",
 			len(decisions), len(jobs), store.Path())
