@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -160,5 +161,26 @@ func TestCompletion(t *testing.T) {
 	}
 	if err := completionMain([]string{"tcsh"}, io.Discard, io.Discard); err == nil {
 		t.Error("tcsh accepted")
+	}
+}
+
+// An error a signal caused names the signal; others stay as they are.
+func TestStopped(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	plain := errors.New("bench: no GPU")
+	canceled := fmt.Errorf("bench --chain --refine q4_0: timing the token: %w", context.Canceled)
+	if got := stopped(ctx, canceled); got != canceled {
+		t.Errorf("before the signal: %v", got)
+	}
+	cancel(errors.New("terminated signal received"))
+	if got := stopped(ctx, plain); got != plain {
+		t.Errorf("an error of its own: %v", got)
+	}
+	if got := stopped(ctx, nil); got != nil {
+		t.Errorf("no error: %v", got)
+	}
+	want := "bench --chain --refine q4_0: timing the token: context canceled (terminated signal received)"
+	if got := stopped(ctx, canceled); got == nil || got.Error() != want || !errors.Is(got, context.Canceled) {
+		t.Errorf("got %v, want %s", got, want)
 	}
 }

@@ -45,7 +45,7 @@ func main() {
 	// stay saved); a second one, with the handler gone, ends the process.
 	ctx, stop := signal.NotifyContext(context.Background(), tuner.StopSignals...)
 	context.AfterFunc(ctx, stop)
-	err := dispatch(ctx, os.Args[1:])
+	err := stopped(ctx, dispatch(ctx, os.Args[1:]))
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "autotune:", err)
@@ -55,6 +55,15 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// stopped names the signal in an error that only says "context
+// canceled" because a signal ended ctx.
+func stopped(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil || !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w (%v)", err, context.Cause(ctx))
 }
 
 func dispatch(ctx context.Context, args []string) error {
