@@ -84,13 +84,19 @@ func prepare(rec *Record, cubin, exactCubin []byte) ([]byte, error) {
 		}
 		rec.Exact = &x
 	}
-	rec.sanitize()
-	if err := rec.Validate(); err != nil {
+	return rec.seal()
+}
+
+// seal replaces r's non-finite figures by 0, validates it and returns its
+// stored value: its JSON after the checksum (sealValue).
+func (r *Record) seal() ([]byte, error) {
+	r.sanitize()
+	if err := r.Validate(); err != nil {
 		return nil, err
 	}
-	data, err := json.Marshal(rec)
+	data, err := json.Marshal(r)
 	if err != nil {
-		return nil, fmt.Errorf("encoding record %s: %w", rec.Key, err)
+		return nil, fmt.Errorf("encoding record %s: %w", r.Key, err)
 	}
 	return sealValue(data), nil
 }
@@ -538,20 +544,16 @@ func (db *DB) Amend(keys []Key, fn func(*Record)) error {
 			if rec.Schema != SchemaVersion {
 				return fmt.Errorf("%w %s: schema %d, this autotune amends %d", ErrBadRecord, k, rec.Schema, SchemaVersion)
 			}
-			cubins := storedCubinHashes(k, v)
+			cubins := storedHashes(rec)
 			fn(&rec)
 			if rec.Key != k || storedHashes(rec) != cubins {
 				return fmt.Errorf("%w %s: an amendment may not change the key or the cubins", ErrBadRecord, k)
 			}
-			rec.sanitize()
-			if err := rec.Validate(); err != nil {
+			value, err := rec.seal()
+			if err != nil {
 				return err
 			}
-			data, err := json.Marshal(rec)
-			if err != nil {
-				return fmt.Errorf("encoding record %s: %w", k, err)
-			}
-			if err := fb.Put(sk, sealValue(data)); err != nil {
+			if err := fb.Put(sk, value); err != nil {
 				return fmt.Errorf("storing %s: %w", k, err)
 			}
 			ix.set(rec.Summary())
@@ -560,7 +562,8 @@ func (db *DB) Amend(keys []Key, fn func(*Record)) error {
 	})
 }
 
-// storedHashes is storedCubinHashes of a decoded record.
+// storedHashes is the cubin hashes a decoded record names (the winner's,
+// the exact alternative's), "" where none.
 func storedHashes(r Record) [2]string {
 	out := [2]string{r.CubinHash}
 	if r.Exact != nil {
