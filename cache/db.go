@@ -197,7 +197,7 @@ func (db *DB) run(write bool, fn func(*bolt.Tx) error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("cache %s: %w: bbolt: %v (delete the file and re-run autotune)", db.path, ErrCorrupt, r)
+			err = fmt.Errorf("cache %s: %w: a damaged bbolt file: %v%s", db.path, ErrCorrupt, r, damagedAdvice)
 		}
 	}()
 	t := db.timeout
@@ -223,9 +223,16 @@ func (db *DB) openError(err error) error {
 		return fmt.Errorf("cache %s: %w: another process held it for more than %v", db.path, ErrLocked, db.timeout)
 	case errors.Is(err, fs.ErrPermission):
 		return fmt.Errorf("cache %s: %w", db.path, err)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch):
+		return fmt.Errorf("cache %s: %w: not a bbolt database (is --cache or GEMV_TUNE_CACHE the right file? it was left as it is)", db.path, ErrCorrupt)
 	}
-	return fmt.Errorf("cache %s: %w: %v (delete the file and re-run autotune)", db.path, ErrCorrupt, err)
+	return fmt.Errorf("cache %s: %w: a damaged bbolt file: %v%s", db.path, ErrCorrupt, err, damagedAdvice)
 }
+
+// damagedAdvice ends the error for a bbolt file whose pages do not read:
+// the tune it held is lost either way, and moving it aside keeps it for a
+// look where deleting would not.
+const damagedAdvice = " (move it aside and re-run autotune)"
 
 // checkMeta accepts a gemvtune cache of FileVersion or oldFileVersion
 // (returned), or a bbolt file with no buckets at all (an empty cache,

@@ -312,19 +312,27 @@ func TestOpenErrors(t *testing.T) {
 		path string
 		opts *cache.Options
 		want error
+		says string // in the message; a file that is not bbolt must not be called damaged
 	}{
-		{"missing read-only", filepath.Join(dir, "missing.db"), ro, cache.ErrNotExist},
-		{"garbage read-only", write("garbage.db", garbage), ro, cache.ErrCorrupt},
-		{"garbage writer", write("garbage2.db", garbage), nil, cache.ErrCorrupt},
-		{"small garbage", write("small.db", []byte("x")), ro, cache.ErrCorrupt},
-		{"folder", dir, ro, cache.ErrCorrupt},
-		{"foreign bbolt", foreignBolt(t, dir), ro, cache.ErrCorrupt},
-		{"other layout", otherLayout(t, dir), ro, cache.ErrVersion},
+		{"missing read-only", filepath.Join(dir, "missing.db"), ro, cache.ErrNotExist, "does not exist"},
+		{"garbage read-only", write("garbage.db", garbage), ro, cache.ErrCorrupt, "not a bbolt database"},
+		{"garbage writer", write("garbage2.db", garbage), nil, cache.ErrCorrupt, "not a bbolt database"},
+		{"small garbage", write("small.db", []byte("x")), ro, cache.ErrCorrupt, "not a bbolt database"},
+		{"damaged bbolt", damagedBolt(t, dir), ro, cache.ErrCorrupt, "damaged bbolt file"},
+		{"folder", dir, ro, cache.ErrCorrupt, "folder"},
+		{"foreign bbolt", foreignBolt(t, dir), ro, cache.ErrCorrupt, "_meta"},
+		{"other layout", otherLayout(t, dir), ro, cache.ErrVersion, "layout version"},
 	}
 	for _, tt := range tests {
 		db, err := cache.Open(tt.path, tt.opts)
 		if !errors.Is(err, tt.want) {
 			t.Errorf("%s: Open error = %v; want %v", tt.name, err, tt.want)
+		}
+		if err != nil && !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%s: Open error %q does not say %q", tt.name, err, tt.says)
+		}
+		if err != nil && tt.says != "damaged bbolt file" && strings.Contains(err.Error(), "damaged") {
+			t.Errorf("%s: Open error %q calls the file damaged", tt.name, err)
 		}
 		if err != nil && strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: error has several lines: %q", tt.name, err)
@@ -333,6 +341,28 @@ func TestOpenErrors(t *testing.T) {
 			db.Close()
 		}
 	}
+}
+
+// damagedBolt is a gemvtune cache whose pages past the two meta pages are
+// scrambled: bbolt reads its header and fails on the freelist.
+func damagedBolt(t *testing.T, dir string) string {
+	p := filepath.Join(dir, "damaged.db")
+	db, err := cache.Open(p, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 2 * os.Getpagesize(); i < len(data); i++ {
+		data[i] ^= 0x5a
+	}
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func foreignBolt(t *testing.T, dir string) string {
