@@ -61,7 +61,7 @@ func lookupMain(args []string, stdout, stderr io.Writer, env func(string) (strin
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, lookupUsage); fs.PrintDefaults() }
 	arch := fs.String("arch", "", "compute capability, e.g. sm_90")
-	format := fs.String("format", "", "weight format: q4_0, q8_0, q4_K, affine4, bf16")
+	format := fs.String("format", "", "weight format: "+strings.Join(variants.FormatNames, ", "))
 	shapeFlag := fs.String("shape", "", "matrix shape ROWSxCOLS, e.g. 4096x14336")
 	cachePath := fs.String("cache", "", "cache file (default $GEMV_TUNE_CACHE or the user cache folder)")
 	gpuName := fs.String("gpu", "", `the engine's GPU as NVML names it, e.g. "NVIDIA H200" (default: unknown)`)
