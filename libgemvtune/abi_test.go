@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -356,12 +357,50 @@ func clients(t *testing.T) map[string][]string {
 		"C (shared)":  {built.check, "lookup"},
 		"C (archive)": {built.arch, "lookup"},
 	}
-	if py, err := exec.LookPath("python3"); err == nil {
+	if py := python(t); py != "" {
 		c["Python"] = []string{py, "../bindings/python/abi_driver.py", built.lib, "lookup"}
-	} else if os.Getenv("CI") != "" {
-		t.Fatal("python3 not found: .ci/run installs it")
 	}
 	return c
+}
+
+// kernelClients are the programs that answer the kernel questions
+// (source, launch, repack, reference) as abi_check does: it, and the
+// Python module through abi_driver.py.
+func kernelClients(t *testing.T) map[string][]string {
+	build(t)
+	c := map[string][]string{"C": {built.check}}
+	if py := python(t); py != "" {
+		c["Python"] = []string{py, "../bindings/python/abi_driver.py", built.lib}
+	}
+	return c
+}
+
+// python is python3's path, or "" where it is missing (outside CI, which
+// installs it). It reads the module and the driver first: go test caches
+// a result by the files the test itself opens, and python3 opens these.
+func python(t *testing.T) string {
+	py, err := exec.LookPath("python3")
+	if err != nil && os.Getenv("CI") != "" {
+		t.Fatal("python3 not found: .ci/run installs it")
+	}
+	for _, f := range []string{"../bindings/python/gemvtune.py", "../bindings/python/abi_driver.py"} {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return py
+}
+
+// run runs a client with args, failing the test on an error.
+func run(t *testing.T, argv []string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(argv[0], append(argv[1:], args...)...)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v %v: %v\n%s", argv, args, err, out)
+	}
+	return string(out)
 }
 
 // TestLookupsMatchGo asks every client the query table in every
@@ -495,14 +534,17 @@ func TestSourceMatchesGo(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := fmt.Sprintf("0|%s|%s|%d|%s\n%s", ks.Name, ks.Entry, len(ks.Options), strings.Join(ks.Options, "|"), ks.Code)
-		cmd := exec.Command(built.check, "source", c.arch, c.format, c.id)
-		cmd.Env = childEnv(t, map[string]string{"GEMV_TUNE_DISABLE": "1"})
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
+		for name, argv := range kernelClients(t) {
+			out := run(t, argv, childEnv(t, map[string]string{"GEMV_TUNE_DISABLE": "1"}), "source", c.arch, c.format, c.id)
+			if out != want {
+				t.Errorf("%s %v: source differs from gemvtune.Source (%d vs %d bytes)", name, c, len(out), len(want))
+			}
 		}
-		if string(out) != want {
-			t.Errorf("%v: source differs from gemvtune.Source (%d vs %d bytes)", c, len(out), len(want))
+	}
+	for name, argv := range kernelClients(t) {
+		out := run(t, argv, childEnv(t, nil), "source", "sm_90", "q9", "v1")
+		if !strings.HasPrefix(out, fmt.Sprintf("%d|", statusOf(variants.ErrUnknownFormat))) || strings.Count(out, "\n") != 1 {
+			t.Errorf("%s: source of an unknown format: %q; want its status and one line", name, out)
 		}
 	}
 }
@@ -526,12 +568,11 @@ func TestLaunchMatchesGo(t *testing.T) {
 		} else {
 			want = fmt.Sprintf("0|%d,%d,%d|%d,%d,%d|%d\n", l.Grid[0], l.Grid[1], l.Grid[2], l.Block[0], l.Block[1], l.Block[2], l.SharedBytes)
 		}
-		out, err := exec.Command(built.check, "launch", c.format, c.id, fmt.Sprint(c.rows), fmt.Sprint(c.cols)).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%v\n%s", err, out)
-		}
-		if string(out) != want {
-			t.Errorf("%v: got %q, want %q", c, out, want)
+		for name, argv := range kernelClients(t) {
+			out := run(t, argv, childEnv(t, nil), "launch", c.format, c.id, fmt.Sprint(c.rows), fmt.Sprint(c.cols))
+			if out != want {
+				t.Errorf("%s %v: got %q, want %q", name, c, out, want)
+			}
 		}
 	}
 }
@@ -562,20 +603,70 @@ func TestRepackMatchesGo(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out := filepath.Join(dir, fmt.Sprintf("%s.l%d", format, l))
-			cmd := exec.Command(built.check, "repack", format, fmt.Sprint(l), fmt.Sprint(rows), fmt.Sprint(cols), in, out)
-			if b, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%s l=%d: %v\n%s", format, l, err, b)
+			for name, argv := range kernelClients(t) {
+				out := filepath.Join(dir, fmt.Sprintf("%s.l%d", format, l))
+				run(t, argv, childEnv(t, nil), "repack", format, fmt.Sprint(l), fmt.Sprint(rows), fmt.Sprint(cols), in, out)
+				got, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s %s l=%d: repacked bytes differ from gemvtune.Repack", name, format, l)
+				}
+				if l != 0 && bytes.Equal(got, raw) {
+					t.Errorf("%s %s l=%d: the repack left the raw bytes as they were: the check cannot tell", name, format, l)
+				}
 			}
+		}
+	}
+}
+
+// TestReferenceMatchesGo: gemvtune_reference's float64s, through C and
+// Python, are gemvtune.Reference's bit for bit, for every format.
+func TestReferenceMatchesGo(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	dir := t.TempDir()
+	for _, fam := range variants.Families() {
+		format := fam.Format().Name()
+		rows, cols := 7, 512
+		w := make([]float32, rows*cols)
+		for i := range w {
+			w[i] = float32(rng.NormFloat64())
+		}
+		raw, err := fam.Format().Quantize(w, rows, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float32, cols)
+		xb := make([]byte, 0, 4*cols)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+			xb = binary.LittleEndian.AppendUint32(xb, math.Float32bits(x[i]))
+		}
+		ref, err := gemvtune.Reference(format, raw, x, rows, cols)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]byte, 0, 8*rows)
+		for _, v := range ref {
+			want = binary.LittleEndian.AppendUint64(want, math.Float64bits(v))
+		}
+		in, xin := filepath.Join(dir, format+".raw"), filepath.Join(dir, format+".x")
+		if err := os.WriteFile(in, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(xin, xb, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for name, argv := range kernelClients(t) {
+			out := filepath.Join(dir, format+"."+name+".y")
+			run(t, argv, childEnv(t, nil), "reference", format, fmt.Sprint(rows), fmt.Sprint(cols), in, xin, out)
 			got, err := os.ReadFile(out)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !bytes.Equal(got, want) {
-				t.Errorf("%s l=%d: repacked bytes differ from gemvtune.Repack", format, l)
-			}
-			if l != 0 && bytes.Equal(got, raw) {
-				t.Errorf("%s l=%d: the repack left the raw bytes as they were: the check cannot tell", format, l)
+				t.Errorf("%s %s: reference differs from gemvtune.Reference", name, format)
 			}
 		}
 	}

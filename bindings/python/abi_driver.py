@@ -1,9 +1,15 @@
-"""Test driver of the Python bindings: answers the lookups of
-libgemvtune/abi_test.go in its canonical form (as abi_check.c does).
+"""Test driver of the Python bindings: answers what libgemvtune/abi_test.go
+asks, in the canonical form abi_check.c prints, so that the test compares
+the Python module with the Go policy byte for byte.
 
     python3 abi_driver.py LIB lookup CACHE|- FLAGS QUERIES
+    python3 abi_driver.py LIB source ARCH FORMAT ID
+    python3 abi_driver.py LIB launch FORMAT ID ROWS COLS
+    python3 abi_driver.py LIB repack FORMAT LAYOUT ROWS COLS IN OUT
+    python3 abi_driver.py LIB reference FORMAT ROWS COLS RAW X OUT
 """
 
+import array
 import os
 import struct
 import sys
@@ -31,10 +37,7 @@ def canonical(st, err, c):
     return "|".join(fields)
 
 
-def main(argv):
-    lib, mode, cache, flags, queries = argv[1:6]
-    assert mode == "lookup"
-    gemvtune.load(lib)
+def lookup(cache, flags, queries):
     try:
         pol = gemvtune.Policy(None if cache == "-" else cache, continue_on_cache_error=int(flags) & 1 != 0)
     except gemvtune.Error as e:
@@ -53,6 +56,55 @@ def main(argv):
                 c, st, err = e.choice, e.status, str(e)
             print(canonical(st, err, c))
     return 0
+
+
+def source(arch, fmt, id):
+    with gemvtune.Policy() as pol:
+        try:
+            code, name, entry, opts = pol.source(arch, fmt, id)
+        except gemvtune.Error as e:
+            sys.stdout.write("%d|%s\n" % (e.status, e))
+            return 0
+    sys.stdout.write("0|%s|%s|%d%s\n%s" % (name, entry, len(opts), "".join("|" + o for o in opts), code))
+    return 0
+
+
+def launch(fmt, id, rows, cols):
+    try:
+        grid, block, smem = gemvtune.launch(fmt, id, int(rows), int(cols))
+    except gemvtune.Error as e:
+        sys.stdout.write("%d|%s\n" % (e.status, e))
+        return 0
+    sys.stdout.write("0|%s|%s|%d\n" % (",".join(map(str, grid)), ",".join(map(str, block)), smem))
+    return 0
+
+
+def repack(fmt, layout, rows, cols, src, dst):
+    with open(src, "rb") as f:
+        raw = f.read()
+    with open(dst, "wb") as f:
+        f.write(gemvtune.repack(fmt, int(layout), raw, int(rows), int(cols)))
+    return 0
+
+
+def reference(fmt, rows, cols, src, xfile, dst):
+    with open(src, "rb") as f:
+        raw = f.read()
+    x = array.array("f")
+    with open(xfile, "rb") as f:
+        x.frombytes(f.read())
+    with open(dst, "wb") as f:
+        f.write(gemvtune.reference(fmt, raw, x, int(rows), int(cols)).tobytes())
+    return 0
+
+
+MODES = {"lookup": lookup, "source": source, "launch": launch, "repack": repack, "reference": reference}
+
+
+def main(argv):
+    lib, mode, args = argv[1], argv[2], argv[3:]
+    gemvtune.load(lib)
+    return MODES[mode](*args)
 
 
 if __name__ == "__main__":

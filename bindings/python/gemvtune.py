@@ -5,6 +5,7 @@
         c = pol.lookup("sm_90", "q4_0", 4096, 14336, gpu="NVIDIA H200")
         c.id, c.source, c.reason, c.cubin, c.grid, c.block, c.shared_bytes
         packed = gemvtune.repack("q4_0", c.layout, raw_bytes, 4096, 14336)
+    y = gemvtune.reference("q4_0", raw_bytes, x, 4096, 14336)   # float64, to check a launch
 
 The library is found through $GEMVTUNE_LIB, else as "libgemvtune.so" on
 the loader's path; load() takes an explicit path. No compiled extension:
@@ -12,6 +13,7 @@ this file is the whole module. Errors raise gemvtune.Error with the
 library's status and message.
 """
 
+import array
 import ctypes
 import os
 
@@ -135,6 +137,8 @@ def load(path=None):
                                  ctypes.c_int),
         "gemvtune_repack": ([c_char_p, c_int32, ctypes.c_void_p, c_size_t, c_int64, c_int64, ctypes.c_void_p, c_size_t,
                              c_char_p, c_size_t], ctypes.c_int),
+        "gemvtune_reference": ([c_char_p, ctypes.c_void_p, c_size_t, ctypes.POINTER(ctypes.c_float), c_int64, c_int64,
+                                ctypes.POINTER(ctypes.c_double), c_size_t, c_char_p, c_size_t], ctypes.c_int),
     }
     for name, (args, res) in sigs.items():
         fn = getattr(lib, name)
@@ -237,3 +241,36 @@ def repack(format, layout, raw, rows, cols):
     buf = ctypes.create_string_buffer(1024)
     _check(_l().gemvtune_repack(format.encode(), layout, src, len(raw), rows, cols, out, n, buf, len(buf)), buf)
     return out.raw
+
+
+def _floats(x, n):
+    """x (a buffer of float32, such as array('f') or a float32 NumPy array,
+    or a sequence of numbers) as n C floats."""
+    try:
+        mv = memoryview(x)
+    except TypeError:
+        mv = None
+    if mv is not None:
+        if mv.format != "f" or mv.itemsize != 4:
+            raise Error(ERR_BUFFER, "x is a buffer of %r items: want float32 ('f')" % mv.format)
+        if mv.nbytes != 4 * n:
+            raise Error(ERR_BUFFER, "x has %d floats: want cols = %d" % (mv.nbytes // 4, n))
+        return (ctypes.c_float * n).from_buffer_copy(mv.cast("B"))
+    if len(x) != n:
+        raise Error(ERR_BUFFER, "x has %d values: want cols = %d" % (len(x), n))
+    return (ctypes.c_float * n)(*x)
+
+
+def reference(format, raw, x, rows, cols):
+    """y = W x in float64 (array('d') of rows values) from the raw
+    ecosystem bytes (layout 0) of a rows x cols tensor and cols float32
+    values x: the reference every variant is verified against."""
+    repack_size(format, 0, rows, cols)  # the format and shape, checked before y is allocated
+    xs = _floats(x, cols)
+    src = ctypes.create_string_buffer(bytes(raw), len(raw))
+    y = (ctypes.c_double * rows)()
+    buf = ctypes.create_string_buffer(1024)
+    _check(_l().gemvtune_reference(format.encode(), src, len(raw), xs, rows, cols, y, rows, buf, len(buf)), buf)
+    out = array.array("d")
+    out.frombytes(bytes(y)[:8 * rows])
+    return out

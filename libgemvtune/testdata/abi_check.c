@@ -9,6 +9,7 @@
  *   abi_check source ARCH FORMAT ID          the source's name, entry, options and code
  *   abi_check launch FORMAT ID ROWS COLS     the launch, or the error
  *   abi_check repack FORMAT LAYOUT ROWS COLS IN OUT
+ *   abi_check reference FORMAT ROWS COLS RAW X OUT  y = W x (float64) of RAW's bytes and X's float32s
  *   abi_check hostile                        NULLs, bad names and sizes: each must be an error
  */
 #include <inttypes.h>
@@ -224,6 +225,40 @@ static int repack_main(int argc, char** argv) {
     return 0;
 }
 
+/* reference FORMAT ROWS COLS RAW X OUT: y = W x in float64 of the raw
+ * bytes in RAW and the cols float32 in X, written to OUT. */
+static int reference_main(int argc, char** argv) {
+    if (argc != 8) return 2;
+    const char* format = argv[2];
+    long long rows = atoll(argv[3]), cols = atoll(argv[4]);
+    char err[1024];
+    size_t n;
+    if (gemvtune_repack_size(format, 0, rows, cols, &n, err, sizeof err) != GEMVTUNE_OK) {
+        fprintf(stderr, "repack_size: %s\n", err);
+        return 1;
+    }
+    uint8_t* raw = malloc(n);
+    float* x = malloc(sizeof(float) * (size_t)cols);
+    double* y = malloc(sizeof(double) * (size_t)rows);
+    FILE* in = fopen(argv[5], "rb");
+    if (!in || fread(raw, 1, n, in) != n) return 1;
+    fclose(in);
+    in = fopen(argv[6], "rb");
+    if (!in || fread(x, sizeof(float), (size_t)cols, in) != (size_t)cols) return 1;
+    fclose(in);
+    if (gemvtune_reference(format, raw, n, x, rows, cols, y, (size_t)rows, err, sizeof err) != GEMVTUNE_OK) {
+        fprintf(stderr, "reference: %s\n", err);
+        return 1;
+    }
+    FILE* o = fopen(argv[7], "wb");
+    fwrite(y, sizeof(double), (size_t)rows, o);
+    fclose(o);
+    free(raw);
+    free(x);
+    free(y);
+    return 0;
+}
+
 /* Each hostile call and the status it must return. */
 static int failures, checks;
 static void expect(const char* what, int got, int want, const char* err) {
@@ -347,6 +382,7 @@ int main(int argc, char** argv) {
     if (argc >= 2 && strcmp(argv[1], "source") == 0) return source_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "repack") == 0) return repack_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "launch") == 0) return launch_main(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "reference") == 0) return reference_main(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "hostile") == 0) return hostile_main();
     fprintf(stderr, "usage: abi_check lookup|threads|source|launch|repack|hostile ...\n");
     return 2;
