@@ -79,6 +79,11 @@ func build(t *testing.T) {
 	if built.err != nil {
 		t.Fatal(built.err)
 	}
+	for _, f := range clientSources {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestMain(m *testing.M) {
@@ -376,19 +381,21 @@ func kernelClients(t *testing.T) map[string][]string {
 }
 
 // python is python3's path, or "" where it is missing (outside CI, which
-// installs it). It reads the module and the driver first: go test caches
-// a result by the files the test itself opens, and python3 opens these.
+// installs it).
 func python(t *testing.T) string {
 	py, err := exec.LookPath("python3")
 	if err != nil && os.Getenv("CI") != "" {
 		t.Fatal("python3 not found: .ci/run installs it")
 	}
-	for _, f := range []string{"../bindings/python/gemvtune.py", "../bindings/python/abi_driver.py"} {
-		if _, err := os.ReadFile(f); err != nil {
-			t.Fatal(err)
-		}
-	}
 	return py
+}
+
+// clientSources are the files the tests' child processes read: go test
+// caches a result by the files the test itself opens, so build reads them
+// too, and a change to one runs the tests again.
+var clientSources = []string{
+	"testdata/abi_check.c", "../bindings/python/gemvtune.py", "../bindings/python/abi_driver.py",
+	"../examples/python-engine/engine.py",
 }
 
 // run runs a client with args, failing the test on an error.

@@ -1,0 +1,346 @@
+#!/usr/bin/env python3
+"""A Python engine's GEMVs through gemvtune, on the GPU with CuPy.
+
+For each format and llama-3-8b GEMV shape it looks up the choice
+(gemvtune.Policy, so GEMV_* and the cache apply as at an engine's start),
+makes random GGUF-layout weights, repacks them into the choice's layout,
+loads the choice's stored cubin (or compiles its source with NVRTC
+through CuPy), and then:
+
+- checks y against gemvtune.reference (float64) with y poisoned (NaN)
+  first, and an exact-class choice bit for bit against stock on the raw
+  weights;
+- times the choice against stock (v1) as an engine runs a decode step: a
+  CUDA graph of back-to-back launches, cold L2 (the weights rotated over
+  copies that pass 4x the L2), CUDA events, interleaved rounds, medians
+  with their min-max, GB/s and % of a streaming read measured in the same
+  process.
+
+    GEMVTUNE_LIB=/path/libgemvtune.so GEMV_TUNE_CACHE=tune.db \\
+        python3 examples/python-engine/engine.py [--formats q4_0,q8_0] [--shapes 4096x14336]
+
+Launches are plain (CuPy sets no launch attributes, so no PDL edges). Exit 0 when
+every check passed, 1 when one failed or a call errs, 2 for bad arguments
+or without NumPy, CuPy or a GPU.
+"""
+
+import argparse
+import math
+import os
+import sys
+import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bindings", "python"))
+import gemvtune  # noqa: E402
+
+# llama-3-8b's decode GEMVs: k/v, q and o, qkv, gate or up, gate_up, down, lm head.
+SHAPES = [(1024, 4096), (4096, 4096), (6144, 4096), (14336, 4096), (28672, 4096), (4096, 14336), (128256, 4096)]
+
+# The f16 scale fields of each GGUF block format: block bytes, then
+# (offset, scale of the field against 1/sqrt(cols)) per field, so that
+# rows have about unit norm.
+BLOCK_SCALES = {
+    "q4_0": (18, [(0, 1 / 4.6)]),
+    "q8_0": (34, [(0, 1 / 73.0)]),
+    "q4_K": (144, [(0, 1 / 150.0), (2, 1 / 300.0)]),
+    "q5_K": (176, [(0, 1 / 300.0), (2, 1 / 600.0)]),
+    "q6_K": (210, [(208, 1 / 1800.0)]),
+}
+# The formats make_weights makes: every format gemvtune has (a test in
+# libgemvtune checks the two lists).
+FORMATS = [*BLOCK_SCALES, "affine4", "bf16", "f16"]
+
+# A streaming read with eight 16-byte loads in flight per thread.
+CEILING_SRC = r"""
+extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n, unsigned* out) {
+    unsigned acc = 0;
+    const unsigned stride = gridDim.x * blockDim.x;
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 7 * stride < n; i += 8 * stride) {
+        uint4 v[8];
+#pragma unroll
+        for (int k = 0; k < 8; k++) v[k] = __ldg(p + i + k * stride);
+#pragma unroll
+        for (int k = 0; k < 8; k++) acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w;
+    }
+    for (; i < n; i += stride) { uint4 a = __ldg(p + i); acc ^= a.x ^ a.y ^ a.z ^ a.w; }
+    if (acc == 0x9e3779b9u) out[0] = acc;
+}
+"""
+
+
+class Usage(Exception):
+    """A bad argument or a missing prerequisite: one line, exit 2."""
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--formats", default=",".join(FORMATS), help="comma-separated formats (default: all eight)")
+    ap.add_argument("--shapes", default=",".join("%dx%d" % s for s in SHAPES),
+                    help="comma-separated ROWSxCOLS (default: llama-3-8b's)")
+    ap.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (default 7)")
+    ap.add_argument("--lib", default=None, help="libgemvtune.so (default $GEMVTUNE_LIB, else the loader's path)")
+    a = ap.parse_args(argv)
+    formats = [f for f in a.formats.split(",") if f]
+    for f in formats:
+        if f not in FORMATS:
+            raise Usage("--formats: %r: this engine makes weights for %s" % (f, ", ".join(FORMATS)))
+    shapes = []
+    for s in a.shapes.split(","):
+        try:
+            r, c = (int(v) for v in s.lower().split("x"))
+        except ValueError:
+            raise Usage("--shapes: %r: want ROWSxCOLS, e.g. 4096x14336" % s)
+        if r <= 0 or c <= 0:
+            raise Usage("--shapes: %r: rows and cols must be positive" % s)
+        shapes.append((r, c))
+    if a.rounds < 1:
+        raise Usage("--rounds %d: want at least 1" % a.rounds)
+    return formats, shapes, a.rounds, a.lib
+
+
+def import_gpu():
+    """(numpy, cupy) with a GPU, or Usage naming what is missing."""
+    try:
+        import numpy
+    except ImportError as e:
+        raise Usage("needs NumPy and CuPy (pip install cupy-cuda12x) and an NVIDIA GPU: %s" % e)
+    try:
+        import cupy
+    except ImportError as e:
+        raise Usage("needs CuPy (pip install cupy-cuda12x) and an NVIDIA GPU: %s" % e)
+    try:
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # CuPy raises its own CUDARuntimeError without a driver
+        raise Usage("no usable NVIDIA GPU: %s" % str(e).splitlines()[0])
+    if n == 0:
+        raise Usage("no NVIDIA GPU")
+    return numpy, cupy
+
+
+def make_weights(np, fmt, rows, cols, rng):
+    """Random raw (layout 0) bytes of fmt whose rows have about unit norm."""
+    unit = 1.0 / math.sqrt(cols)
+    if fmt in ("bf16", "f16"):
+        v = (rng.random(rows * cols, dtype=np.float32) * 2 - 1) * np.float32(1.7 * unit)
+        if fmt == "f16":
+            return v.astype(np.float16).tobytes()
+        u = v.view(np.uint32)
+        return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16).tobytes()
+    n = gemvtune.repack_size(fmt, 0, rows, cols)
+    b = rng.integers(0, 256, size=n, dtype=np.uint8)
+
+    def f16s(count, scale):
+        return (scale * (0.5 + rng.random(count))).astype(np.float16).view(np.uint8)
+
+    if fmt == "affine4":  # nibble plane, then f16 scales, then f16 biases, one per 64 weights
+        groups = rows * cols // 64
+        scales = (unit / 8 * (0.5 + rng.random(groups))).astype(np.float16)
+        b[rows * cols // 2:rows * cols // 2 + 2 * groups] = scales.view(np.uint8)
+        b[rows * cols // 2 + 2 * groups:] = (-7.5 * scales.astype(np.float32)).astype(np.float16).view(np.uint8)
+        return b.tobytes()
+    size, fields = BLOCK_SCALES[fmt]
+    blocks = b.reshape(-1, size)
+    for off, k in fields:
+        blocks[:, off:off + 2] = f16s(blocks.shape[0], k * unit).reshape(-1, 2)
+    return b.tobytes()
+
+
+class Kernel:
+    """A loaded GEMV kernel and its launch at one shape."""
+
+    def __init__(self, np, cp, fn, launch):
+        self.np, self.fn = np, fn
+        self.grid, self.block, self.shared = launch
+        if self.shared > 48 * 1024:
+            cp.cuda.driver.funcSetAttribute(fn.ptr, cp.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            self.shared)
+
+    def __call__(self, w, x, y, rows, cols):
+        self.fn(self.grid, self.block, (w, x, y, self.np.int32(rows), self.np.int32(cols)), shared_mem=self.shared)
+
+
+class Engine:
+    def __init__(self, np, cp, pol):
+        self.np, self.cp, self.pol = np, cp, pol
+        props = cp.cuda.runtime.getDeviceProperties(cp.cuda.Device().id)
+        self.gpu = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        self.arch = "sm_%d%d" % (props["major"], props["minor"])
+        self.sms = props["multiProcessorCount"]
+        self.l2 = props["l2CacheSize"]
+        self.compiled = {}
+
+    def compile(self, fmt, id):
+        """Variant id's kernel function, compiled once from gemvtune's source
+        (CuPy passes the architecture itself; the other options go through)."""
+        if (fmt, id) not in self.compiled:
+            code, _, entry, opts = self.pol.source(self.arch, fmt, id)
+            opts = tuple(o for o in opts if not o.startswith("--gpu-architecture"))
+            self.compiled[fmt, id] = self.cp.RawModule(code=code, options=opts, backend="nvrtc").get_function(entry)
+        return self.compiled[fmt, id]
+
+    def tuned(self, fmt, choice):
+        """The choice's Kernel, from its stored cubin where it has one, and where from."""
+        if choice.cubin is None:
+            fn, origin = self.compile(fmt, choice.id), "NVRTC"
+        else:
+            mod = self.cp.cuda.function.Module()
+            mod.load(choice.cubin)
+            fn, origin = mod.get_function(choice.entry), "cubin"
+        return Kernel(self.np, self.cp, fn, (choice.grid, choice.block, choice.shared_bytes)), origin
+
+    def stock(self, fmt, rows, cols):
+        return Kernel(self.np, self.cp, self.compile(fmt, "v1"), gemvtune.launch(fmt, "v1", rows, cols))
+
+    def copies(self, host_bytes):
+        """Device copies of host_bytes that together pass 4x the L2."""
+        n = max(1, -(-4 * self.l2 // len(host_bytes)))
+        first = self.cp.asarray(self.np.frombuffer(host_bytes, dtype=self.np.uint8))
+        return [first] + [first.copy() for _ in range(n - 1)]
+
+    def ceiling(self, rounds):
+        """GB/s of a streaming read of 1 GiB: the best median of a few grids."""
+        cp, np = self.cp, self.np
+        buf = cp.zeros(1 << 30, dtype=cp.uint8)
+        out = cp.zeros(1, dtype=cp.uint32)
+        fn = cp.RawModule(code=CEILING_SRC, backend="nvrtc").get_function("read_ceiling")
+        n = np.uint32(buf.nbytes // 16)
+        best = 0.0
+        for blocks, threads in ((2, 1024), (4, 512), (8, 256)):
+            args = ((self.sms * blocks,), (threads,), (buf, n, out))
+            for _ in range(3):
+                fn(*args)
+            times = []
+            for _ in range(max(rounds, 5)):
+                t0, t1 = cp.cuda.Event(), cp.cuda.Event()
+                t0.record()
+                fn(*args)
+                t1.record()
+                t1.synchronize()
+                times.append(cp.cuda.get_elapsed_time(t0, t1) * 1e3)
+            best = max(best, buf.nbytes / sorted(times)[len(times) // 2] / 1e3)
+        return best
+
+    def run(self, k, w, x, rows, cols):
+        y = self.cp.full(rows, self.np.nan, dtype=self.np.float32)
+        k(w, x, y, rows, cols)
+        self.cp.cuda.Device().synchronize()
+        return y.get()
+
+    def time(self, kernels, rows, cols, rounds):
+        """Per kernel (name -> (Kernel, weight copies)): µs per launch of
+        each round, a round being one replay of a CUDA graph of back-to-back
+        launches over every weight copy (at least 10), the kernels' rounds
+        interleaved."""
+        cp, np = self.cp, self.np
+        x = cp.asarray(np.random.default_rng(1).random(cols, dtype=np.float32) * 2 - 1)
+        y = cp.empty(rows, dtype=np.float32)
+        stream = cp.cuda.Stream(non_blocking=True)
+        graphs = {}
+        with stream:
+            for name, (k, ws) in kernels.items():
+                batch = max(10, len(ws))
+                stream.begin_capture()
+                for i in range(batch):
+                    k(ws[i % len(ws)], x, y, rows, cols)
+                graphs[name] = (stream.end_capture(), batch)
+        for g, _ in graphs.values():
+            for _ in range(2):
+                g.launch(stream)
+        samples = {name: [] for name in kernels}
+        for _ in range(rounds):
+            for name, (g, batch) in graphs.items():
+                t0, t1 = cp.cuda.Event(), cp.cuda.Event()
+                t0.record(stream)
+                g.launch(stream)
+                t1.record(stream)
+                t1.synchronize()
+                samples[name].append(cp.cuda.get_elapsed_time(t0, t1) * 1e3 / batch)
+        return samples
+
+
+def rel_l2(np, y, ref):
+    d = y.astype(np.float64) - ref
+    den = float(np.dot(ref, ref))
+    return math.sqrt(float(np.dot(d, d)) / den) if den > 0 else math.sqrt(float(np.dot(d, d)))
+
+
+def median_spread(v):
+    s = sorted(v)
+    return s[len(s) // 2], s[0], s[-1]
+
+
+def check_and_time(eng, fmt, rows, cols, rounds, ceiling):
+    """One line of the table for (fmt, rows x cols); the bool says whether every check passed."""
+    np, cp = eng.np, eng.cp
+    c = eng.pol.lookup(eng.arch, fmt, rows, cols, gpu=eng.gpu)
+    rng = np.random.default_rng(zlib.crc32(("%s %dx%d" % (fmt, rows, cols)).encode()))
+    raw = make_weights(np, fmt, rows, cols, rng)
+    packed = gemvtune.repack(fmt, c.layout, raw, rows, cols)
+    tuned, origin = eng.tuned(fmt, c)
+    stock = eng.stock(fmt, rows, cols)
+
+    xs = (rng.random(cols, dtype=np.float32) * 2 - 1).astype(np.float32)
+    ref = np.frombuffer(gemvtune.reference(fmt, raw, xs, rows, cols).tobytes(), dtype=np.float64)
+    tw, sw = eng.copies(packed), eng.copies(raw)
+    x = cp.asarray(xs)
+    y = eng.run(tuned, tw[0], x, rows, cols)
+    err = rel_l2(np, y, ref)
+    finite = bool(np.isfinite(y).all())
+    ok = finite and err <= c.error_bound
+    verdict = "ok" if ok else ("NON-FINITE y" if not finite else "ERROR OVER BOUND")
+    if c.class_name == "exact" and c.id != "v1":
+        same = eng.run(stock, sw[0], x, rows, cols).tobytes() == y.tobytes()
+        ok = ok and same
+        verdict += ", bit-identical to stock" if same else ", DIFFERS FROM STOCK"
+
+    samples = eng.time({"tuned": (tuned, tw), "stock": (stock, sw)}, rows, cols, rounds)
+    tm, tlo, thi = median_spread(samples["tuned"])
+    sm, _, _ = median_spread(samples["stock"])
+    gbs = len(packed) / tm / 1e3
+    del tw, sw
+    line = "%-8s %-12s %-22s %-6s %-9s %9.2e %9.2e  %8.2f %8.2f-%-8.2f %7.0f %6.1f %9.2f %7.2fx  %s" % (
+        fmt, "%dx%d" % (rows, cols), c.id, origin, c.class_name, err, c.error_bound, tm, tlo, thi, gbs,
+        100 * gbs / ceiling, sm, sm / tm, verdict)
+    return line, ok
+
+
+def main(argv):
+    try:
+        formats, shapes, rounds, lib = parse_args(argv)
+        gemvtune.load(lib)
+        np, cp = import_gpu()
+    except Usage as e:
+        print("engine.py: %s" % e, file=sys.stderr)
+        return 2
+    except (OSError, gemvtune.Error) as e:
+        print("engine.py: libgemvtune: %s" % e, file=sys.stderr)
+        return 2
+    failed = 0
+    try:
+        with gemvtune.Policy() as pol:
+            eng = Engine(np, cp, pol)
+            ceiling = eng.ceiling(rounds)
+            print("%s, %s, %d SMs; %s; cache %s%s" % (
+                eng.gpu, eng.arch, eng.sms, gemvtune.version(), pol.cache_path,
+                " (%s)" % pol.cache_error if pol.cache_error else ""))
+            for w in pol.warnings:
+                print("warning: %s" % w)
+            print("read ceiling %.0f GB/s (1 GiB streaming read, best median of 3 grids)\n" % ceiling)
+            print("%-8s %-12s %-22s %-6s %-9s %9s %9s  %8s %-17s %7s %6s %9s %8s  %s" % (
+                "format", "shape", "choice", "from", "class", "rel err", "bound", "µs", "(min-max)", "GB/s",
+                "% ceil", "stock µs", "speedup", "check"))
+            for fmt in formats:
+                for rows, cols in shapes:
+                    line, ok = check_and_time(eng, fmt, rows, cols, rounds, ceiling)
+                    print(line, flush=True)
+                    failed += not ok
+    except gemvtune.Error as e:
+        print("engine.py: %s" % e, file=sys.stderr)
+        return 1
+    print("\n%d of %d checks failed" % (failed, len(formats) * len(shapes)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
