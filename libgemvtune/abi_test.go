@@ -584,6 +584,21 @@ func TestLaunchMatchesGo(t *testing.T) {
 	}
 }
 
+// quantizedRandom is the raw bytes of fam's format for normal random
+// weights.
+func quantizedRandom(t *testing.T, rng *rand.Rand, fam variants.Family, rows, cols int) []byte {
+	t.Helper()
+	w := make([]float32, rows*cols)
+	for i := range w {
+		w[i] = float32(rng.NormFloat64())
+	}
+	raw, err := fam.Format().Quantize(w, rows, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
 // TestRepackMatchesGo repacks quantized random weights of every format
 // into every layout through the ABI and compares with gemvtune.Repack.
 func TestRepackMatchesGo(t *testing.T) {
@@ -593,14 +608,7 @@ func TestRepackMatchesGo(t *testing.T) {
 	for _, fam := range variants.Families() {
 		format := fam.Format().Name()
 		rows, cols := 24, 4096
-		w := make([]float32, rows*cols)
-		for i := range w {
-			w[i] = float32(rng.NormFloat64())
-		}
-		raw, err := fam.Format().Quantize(w, rows, cols)
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := quantizedRandom(t, rng, fam, rows, cols)
 		in := filepath.Join(dir, format+".raw")
 		if err := os.WriteFile(in, raw, 0o644); err != nil {
 			t.Fatal(err)
@@ -636,14 +644,7 @@ func TestReferenceMatchesGo(t *testing.T) {
 	for _, fam := range variants.Families() {
 		format := fam.Format().Name()
 		rows, cols := 7, 512
-		w := make([]float32, rows*cols)
-		for i := range w {
-			w[i] = float32(rng.NormFloat64())
-		}
-		raw, err := fam.Format().Quantize(w, rows, cols)
-		if err != nil {
-			t.Fatal(err)
-		}
+		raw := quantizedRandom(t, rng, fam, rows, cols)
 		x := make([]float32, cols)
 		xb := make([]byte, 0, 4*cols)
 		for i := range x {
