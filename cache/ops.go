@@ -277,22 +277,33 @@ func (db *DB) Get(k Key) (Record, error) {
 		if isOldLayout(tx) {
 			return getOld(tx, k, &rec)
 		}
-		k, err := resolveModel(tx, k)
+		k, _, v, err := storedRecord(tx, k)
 		if err != nil {
 			return err
-		}
-		fb := recordBucket(tx, k)
-		var v []byte
-		if fb != nil {
-			v = fb.Get([]byte(k.Shape().String()))
-		}
-		if v == nil {
-			return fmt.Errorf("%s: %w", k, ErrNotFound)
 		}
 		rec, err = decodeAt(k, v)
 		return err
 	})
 	return rec, err
+}
+
+// storedRecord finds k's record (k.Model "" : the only model that has the
+// rest of k): the resolved key, its format bucket and its stored value,
+// or ErrNotFound.
+func storedRecord(tx *bolt.Tx, k Key) (Key, *bolt.Bucket, []byte, error) {
+	k, err := resolveModel(tx, k)
+	if err != nil {
+		return k, nil, nil, err
+	}
+	fb := recordBucket(tx, k)
+	var v []byte
+	if fb != nil {
+		v = fb.Get([]byte(k.Shape().String()))
+	}
+	if v == nil {
+		return k, nil, nil, fmt.Errorf("%s: %w", k, ErrNotFound)
+	}
+	return k, fb, v, nil
 }
 
 // getOld is Get on a file of the older layout.
@@ -524,18 +535,9 @@ func (db *DB) Amend(keys []Key, fn func(*Record)) error {
 	return db.update(func(tx *bolt.Tx) error {
 		ix := loadIndex(tx)
 		for _, k := range keys {
-			k, err := resolveModel(tx, k)
+			k, fb, v, err := storedRecord(tx, k)
 			if err != nil {
 				return err
-			}
-			fb := recordBucket(tx, k)
-			sk := []byte(k.Shape().String())
-			var v []byte
-			if fb != nil {
-				v = fb.Get(sk)
-			}
-			if v == nil {
-				return fmt.Errorf("%s: %w", k, ErrNotFound)
 			}
 			rec, err := decodeAt(k, v)
 			if err != nil {
@@ -544,32 +546,21 @@ func (db *DB) Amend(keys []Key, fn func(*Record)) error {
 			if rec.Schema != SchemaVersion {
 				return fmt.Errorf("%w %s: schema %d, this autotune amends %d", ErrBadRecord, k, rec.Schema, SchemaVersion)
 			}
-			cubins := storedHashes(rec)
 			fn(&rec)
-			if rec.Key != k || storedHashes(rec) != cubins {
-				return fmt.Errorf("%w %s: an amendment may not change the key or the cubins", ErrBadRecord, k)
-			}
 			value, err := rec.seal()
 			if err != nil {
 				return err
 			}
-			if err := fb.Put(sk, value); err != nil {
+			if rec.Key != k || storedCubinHashes(k, value) != storedCubinHashes(k, v) {
+				return fmt.Errorf("%w %s: an amendment may not change the key or the cubins", ErrBadRecord, k)
+			}
+			if err := fb.Put([]byte(k.Shape().String()), value); err != nil {
 				return fmt.Errorf("storing %s: %w", k, err)
 			}
 			ix.set(rec.Summary())
 		}
 		return ix.save(tx)
 	})
-}
-
-// storedHashes is the cubin hashes a decoded record names (the winner's,
-// the exact alternative's), "" where none.
-func storedHashes(r Record) [2]string {
-	out := [2]string{r.CubinHash}
-	if r.Exact != nil {
-		out[1] = r.Exact.CubinHash
-	}
-	return out
 }
 
 // Delete removes the record under k (k.Model "" : the only model that has
@@ -580,17 +571,12 @@ func (db *DB) Delete(k Key) error {
 		return err
 	}
 	return db.update(func(tx *bolt.Tx) error {
-		k, err := resolveModel(tx, k)
+		k, fb, v, err := storedRecord(tx, k)
 		if err != nil {
 			return err
 		}
-		fb := recordBucket(tx, k)
-		sk := []byte(k.Shape().String())
-		if fb == nil || fb.Get(sk) == nil {
-			return fmt.Errorf("%s: %w", k, ErrNotFound)
-		}
-		hashes := storedCubinHashes(k, fb.Get(sk))
-		if err := fb.Delete(sk); err != nil {
+		hashes := storedCubinHashes(k, v)
+		if err := fb.Delete([]byte(k.Shape().String())); err != nil {
 			return err
 		}
 		ix := loadIndex(tx)
