@@ -23,9 +23,10 @@ import (
 
 // The tests here build libgemvtune (c-shared and c-archive) with the go
 // command, compile testdata/abi_check.c against it with the C compiler,
-// and ask it, and the Python module over it, what they ask the Go policy:
-// every answer must be byte-identical. Without a C compiler (or python3)
-// they skip, except under CI, where .ci/run installs both.
+// and ask it, the Python module and the Rust crate over it what they ask
+// the Go policy: every answer must be byte-identical. Without a C compiler
+// (or python3, or cargo) they skip, except under CI, whose machine has
+// all three.
 
 // built is the library and the C check program, built once per test run.
 var built struct {
@@ -365,6 +366,9 @@ func clients(t *testing.T) map[string][]string {
 	if py := python(t); py != "" {
 		c["Python"] = []string{py, "../bindings/python/abi_driver.py", built.lib, "lookup"}
 	}
+	if rs := rustDriver(t); rs != "" {
+		c["Rust"] = []string{rs, "lookup"}
+	}
 	return c
 }
 
@@ -376,6 +380,9 @@ func kernelClients(t *testing.T) map[string][]string {
 	c := map[string][]string{"C": {built.check}}
 	if py := python(t); py != "" {
 		c["Python"] = []string{py, "../bindings/python/abi_driver.py", built.lib}
+	}
+	if rs := rustDriver(t); rs != "" {
+		c["Rust"] = []string{rs}
 	}
 	return c
 }
@@ -390,12 +397,79 @@ func python(t *testing.T) string {
 	return py
 }
 
+// rust holds the Rust programs the tests run, built once per test run
+// with cargo into one target folder.
+var rust struct {
+	once           sync.Once
+	driver, engine string
+	err            error
+}
+
+// cargo is cargo's path, or "" where it is missing (outside CI, whose
+// machine has Rust).
+func cargo(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("cargo")
+	if err != nil && os.Getenv("CI") != "" {
+		t.Fatal("cargo not found: CI's machine has Rust (.ci/run puts ~/.cargo/bin on PATH)")
+	}
+	return p
+}
+
+// cargoIn runs cargo with args on the crate at manifest, against the
+// library build made, offline (the crates have no dependencies but
+// each other), in the tests' target folder.
+func cargoIn(manifest string, args ...string) ([]byte, error) {
+	args = append(args, "--offline", "--quiet", "--manifest-path", manifest, "--target-dir", filepath.Join(built.dir, "rust"))
+	cmd := exec.Command("cargo", args...)
+	cmd.Env = append(os.Environ(), "GEMVTUNE_LIB_DIR="+built.dir)
+	return cmd.CombinedOutput()
+}
+
+// rustBuilt builds bindings/rust's abi_driver example and
+// examples/rust-engine, and returns their paths; "" and "" where cargo is
+// missing.
+func rustBuilt(t *testing.T) (driver, engine string) {
+	t.Helper()
+	if cargo(t) == "" {
+		return "", ""
+	}
+	build(t)
+	rust.once.Do(func() {
+		for _, c := range [][]string{
+			{"../bindings/rust/Cargo.toml", "build", "--examples"},
+			{"../examples/rust-engine/Cargo.toml", "build"},
+		} {
+			if out, err := cargoIn(c[0], c[1:]...); err != nil {
+				rust.err = fmt.Errorf("cargo %v on %s: %v\n%s", c[1:], c[0], err, out)
+				return
+			}
+		}
+		target := filepath.Join(built.dir, "rust", "debug")
+		rust.driver = filepath.Join(target, "examples", "abi_driver")
+		rust.engine = filepath.Join(target, "rust-engine")
+	})
+	if rust.err != nil {
+		t.Fatal(rust.err)
+	}
+	return rust.driver, rust.engine
+}
+
+// rustDriver is the Rust crate's test driver, or "" where cargo is missing.
+func rustDriver(t *testing.T) string {
+	d, _ := rustBuilt(t)
+	return d
+}
+
 // clientSources are the files the tests' child processes read: go test
 // caches a result by the files the test itself opens, so build reads them
 // too, and a change to one runs the tests again.
 var clientSources = []string{
 	"testdata/abi_check.c", "../bindings/python/gemvtune.py", "../bindings/python/abi_driver.py",
-	"../examples/python-engine/engine.py",
+	"../examples/python-engine/engine.py", "../bindings/rust/Cargo.toml", "../bindings/rust/build.rs",
+	"../bindings/rust/src/lib.rs", "../bindings/rust/src/sys.rs", "../bindings/rust/examples/abi_driver.rs",
+	"../examples/rust-engine/Cargo.toml", "../examples/rust-engine/build.rs", "../examples/rust-engine/src/main.rs",
+	"../examples/rust-engine/src/cuda.rs", "../examples/rust-engine/src/weights.rs",
 }
 
 // run runs a client with args, failing the test on an error.
@@ -636,8 +710,8 @@ func TestRepackMatchesGo(t *testing.T) {
 	}
 }
 
-// TestReferenceMatchesGo: gemvtune_reference's float64s, through C and
-// Python, are gemvtune.Reference's bit for bit, for every format.
+// TestReferenceMatchesGo: gemvtune_reference's float64s, through C,
+// Python and Rust, are gemvtune.Reference's bit for bit, for every format.
 func TestReferenceMatchesGo(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 5))
 	dir := t.TempDir()

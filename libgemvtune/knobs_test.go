@@ -10,8 +10,9 @@ import (
 	"github.com/gemvtune/gemvtune/space"
 )
 
-// TestKnobLists: the lists of knobs the C and Python sides write by hand
-// (gemvtune.h's gemvtune_params, the Python module and the test drivers)
+// TestKnobLists: the lists of knobs the C, Python and Rust sides write by
+// hand (gemvtune.h's gemvtune_params, the Python module, the Rust crate's
+// gemvtune_params and the test drivers)
 // are space.Knobs' letters in order, so a new knob cannot be forgotten
 // there.
 func TestKnobLists(t *testing.T) {
@@ -42,15 +43,35 @@ func TestKnobLists(t *testing.T) {
 			t.Errorf("%s does not list the knobs as %q", f, want.String())
 		}
 	}
-	c, err := os.ReadFile("testdata/abi_check.c")
+	rs, err := os.ReadFile("../bindings/rust/src/sys.rs")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fields []string
-	for _, k := range space.Knobs {
-		fields = append(fields, "c->params."+k.Letter)
+	m = regexp.MustCompile(`pub struct gemvtune_params \{([^}]*)\}`).FindSubmatch(rs)
+	if m == nil {
+		t.Fatal("bindings/rust/src/sys.rs: no gemvtune_params")
 	}
-	if !strings.Contains(strings.Join(strings.Fields(string(c)), ""), strings.Join(fields, ",")) {
-		t.Errorf("abi_check.c does not print the knobs %s in order", want.String())
+	var got strings.Builder
+	for _, f := range regexp.MustCompile(`pub ([a-z]+): i32`).FindAllSubmatch(m[1], -1) {
+		got.Write(f[1])
+	}
+	if got.String() != want.String() {
+		t.Errorf("the Rust gemvtune_params fields %q, space.Knobs %q", got.String(), want.String())
+	}
+	for _, d := range []struct{ file, prefix string }{
+		{"testdata/abi_check.c", "c->params."},
+		{"../bindings/rust/examples/abi_driver.rs", "p."},
+	} {
+		b, err := os.ReadFile(d.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fields []string
+		for _, k := range space.Knobs {
+			fields = append(fields, d.prefix+k.Letter)
+		}
+		if !strings.Contains(strings.Join(strings.Fields(string(b)), ""), strings.Join(fields, ",")) {
+			t.Errorf("%s does not print the knobs %s in order", d.file, want.String())
+		}
 	}
 }
