@@ -46,18 +46,26 @@ func TestPythonEngineSaysWhatItLacks(t *testing.T) {
 			args := append([]string{"../examples/python-engine/engine.py", "--lib", built.lib}, tt.args...)
 			cmd := exec.Command(py, args...)
 			cmd.Env = append(childEnv(t, nil), "PYTHONPATH="+hidden)
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-				t.Fatalf("exit %v, want 2:\n%s", err, out)
-			}
-			msg := strings.TrimRight(string(out), "\n")
-			if strings.Contains(msg, "\n") || strings.Contains(msg, "Traceback") || !strings.HasPrefix(msg, "engine.py: ") {
-				t.Errorf("want one line starting engine.py:, got:\n%s", out)
-			}
-			if !strings.Contains(msg, tt.says) {
-				t.Errorf("%q does not say %q", msg, tt.says)
-			}
+			refusesInOneLine(t, cmd, "engine.py: ", tt.says)
 		})
+	}
+}
+
+// refusesInOneLine runs an example engine's cmd and wants exit 2 and one
+// line of output that starts with prefix and says says: no traceback or
+// panic.
+func refusesInOneLine(t *testing.T, cmd *exec.Cmd, prefix, says string) {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit %v, want 2:\n%s", err, out)
+	}
+	msg := strings.TrimRight(string(out), "\n")
+	if strings.Contains(msg, "\n") || !strings.HasPrefix(msg, prefix) {
+		t.Errorf("want one line starting %q, got:\n%s", prefix, out)
+	}
+	if !strings.Contains(msg, says) {
+		t.Errorf("%q does not say %q", msg, says)
 	}
 }

@@ -134,8 +134,8 @@ static void make_weights(const char* format, uint8_t* w, size_t n, int64_t cols)
         for (size_t b = 0; b + 34 <= n; b += 34) put16(w + b, f16_bits(unit / 73.0f * (0.5f + uniform())));
     } else if (strcmp(format, "q4_K") == 0) { /* f16 d, f16 dmin, 12 bytes of 6-bit scales/mins, 128 of nibbles */
         for (size_t b = 0; b + 144 <= n; b += 144) {
-            put16(w + b, f16_bits(unit / 150.0f * (0.5f + uniform())));
-            put16(w + b + 2, f16_bits(unit / 300.0f * (0.5f + uniform())));
+            put16(w + b, f16_bits(unit / 225.0f * (0.5f + uniform())));
+            put16(w + b + 2, f16_bits(unit / 450.0f * (0.5f + uniform())));
         }
     } else {
         die(format, MADE_FORMATS);

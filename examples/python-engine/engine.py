@@ -42,9 +42,9 @@ SHAPES = [(1024, 4096), (4096, 4096), (6144, 4096), (14336, 4096), (28672, 4096)
 BLOCK_SCALES = {
     "q4_0": (18, [(0, 1 / 4.6)]),
     "q8_0": (34, [(0, 1 / 73.0)]),
-    "q4_K": (144, [(0, 1 / 150.0), (2, 1 / 300.0)]),
-    "q5_K": (176, [(0, 1 / 300.0), (2, 1 / 600.0)]),
-    "q6_K": (210, [(208, 1 / 1800.0)]),
+    "q4_K": (144, [(0, 1 / 225.0), (2, 1 / 450.0)]),
+    "q5_K": (176, [(0, 1 / 690.0), (2, 1 / 1380.0)]),
+    "q6_K": (210, [(208, 1 / 1370.0)]),
 }
 # The formats make_weights makes: every format gemvtune has (a test in
 # libgemvtune checks the two lists).
@@ -135,7 +135,7 @@ def make_weights(np, fmt, rows, cols, rng):
 
     if fmt == "affine4":  # nibble plane, then f16 scales, then f16 biases, one per 64 weights
         groups = rows * cols // 64
-        scales = (unit / 8 * (0.5 + rng.random(groups))).astype(np.float16)
+        scales = (unit / 4.7 * (0.5 + rng.random(groups))).astype(np.float16)
         b[rows * cols // 2:rows * cols // 2 + 2 * groups] = scales.view(np.uint8)
         b[rows * cols // 2 + 2 * groups:] = (-7.5 * scales.astype(np.float32)).astype(np.float16).view(np.uint8)
         return b.tobytes()
