@@ -10,15 +10,18 @@ import (
 	"github.com/gemvtune/gemvtune/variants"
 )
 
-// TestRustEngineUnitTests runs examples/rust-engine's own tests (its
-// weights, through the library, are finite rows of about unit norm for
-// every format).
-func TestRustEngineUnitTests(t *testing.T) {
+// TestRustUnitTests runs the Rust crates' own tests against the library:
+// the bindings' (errors carry the status and a message, a failed lookup the
+// stock choice, the reference of a block worked by hand) and the engine's
+// (its weights are finite rows of about unit norm in every format).
+func TestRustUnitTests(t *testing.T) {
 	if _, engine := rustBuilt(t); engine == "" {
 		t.Skip("cargo not found")
 	}
-	if out, err := cargoIn("../examples/rust-engine/Cargo.toml", "test"); err != nil {
-		t.Fatalf("cargo test: %v\n%s", err, out)
+	for _, manifest := range []string{"../bindings/rust/Cargo.toml", "../examples/rust-engine/Cargo.toml"} {
+		if out, err := cargoIn(manifest, "test"); err != nil {
+			t.Errorf("cargo test on %s: %v\n%s", manifest, err, out)
+		}
 	}
 }
 

@@ -379,3 +379,46 @@ pub fn reference(format: &str, raw: &[u8], x: &[f32], rows: i64, cols: i64) -> R
     })?;
     Ok(y)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_input_is_an_error_with_the_status_and_a_message() {
+        let cases: Vec<(&str, Result<()>, i32)> = vec![
+            ("unknown format", repack_size("q9", 0, 4096, 4096).map(|_| ()), status::FORMAT),
+            ("NUL in a name", repack_size("q4\0_0", 0, 4096, 4096).map(|_| ()), status::ARGUMENT),
+            ("zero rows", repack_size("q4_0", 0, 0, 4096).map(|_| ()), status::SHAPE),
+            ("unknown variant", launch("q4_0", "fast", 4096, 4096).map(|_| ()), status::VARIANT),
+            ("short raw bytes", repack("q4_0", 1, &[0u8; 17], 1, 32).map(|_| ()), status::BUFFER),
+            ("short x", reference("q4_0", &[0u8; 18], &[0.0; 31], 1, 32).map(|_| ()), status::BUFFER),
+        ];
+        for (name, r, want) in cases {
+            let e = r.expect_err(name);
+            assert_eq!(e.status, want, "{}: {}", name, e);
+            assert!(!e.message.is_empty() && !e.message.contains('\n'), "{}: {:?}", name, e.message);
+        }
+    }
+
+    #[test]
+    fn a_failed_lookup_carries_the_stock_choice() {
+        let pol = Policy::open(Some("/nonexistent/gemvtune-test.db"), true).expect("open without a cache");
+        let e = pol.lookup("sm90", None, "q4_0", 4096, 4096).expect_err("a bad arch");
+        assert_eq!(e.status, status::ARCH, "{}", e);
+        assert_eq!(e.choice.expect("the stock choice").id, "v1");
+        let c = pol.lookup("sm_90", Some("NVIDIA H200"), "q4_0", 4096, 4096).expect("a lookup without a cache");
+        assert_eq!((c.id.as_str(), c.source.as_str()), ("v1", "no-cache"));
+        let l = launch("q4_0", "v1", 4096, 4096).expect("stock's launch");
+        assert_eq!((c.grid, c.block, c.shared_bytes), (l.grid, l.block, l.shared_bytes));
+    }
+
+    #[test]
+    fn reference_is_w_times_x() {
+        // One q4_0 block: d = 1.0 (f16 0x3c00), every nibble 9, so each weight is 1.
+        let mut raw = vec![0x00u8, 0x3c];
+        raw.extend([0x99u8; 16]);
+        let x: Vec<f32> = (0..32).map(|i| i as f32).collect();
+        assert_eq!(reference("q4_0", &raw, &x, 1, 32).expect("reference"), vec![496.0]);
+    }
+}
