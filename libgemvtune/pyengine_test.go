@@ -39,6 +39,7 @@ func TestPythonEngineSaysWhatItLacks(t *testing.T) {
 		{"bad shape", []string{"--shapes", "4096x"}, "--shapes: '4096x': want ROWSxCOLS"},
 		{"zero rows", []string{"--shapes", "0x4096"}, "rows and cols must be positive"},
 		{"no rounds", []string{"--rounds", "0"}, "--rounds 0"},
+		{"no layers", []string{"--chain", "--layers", "0"}, "--layers 0: want at least 1"},
 		{"missing library", []string{"--lib", filepath.Join(hidden, "none.so")}, "libgemvtune: "},
 	}
 	for _, tt := range tests {

@@ -19,12 +19,19 @@ through CuPy), and then:
     GEMVTUNE_LIB=/path/libgemvtune.so GEMV_TUNE_CACHE=tune.db \\
         python3 examples/python-engine/engine.py [--formats q4_0,q8_0] [--shapes 4096x14336]
 
-Launches are plain (CuPy sets no launch attributes, so no PDL edges). Exit 0 when
-every check passed, 1 when one failed or a call errs, 2 for bad arguments
-or without NumPy, CuPy or a GPU.
+With --chain it times one token instead, as the C and Rust engines do:
+every layer's qkv, o, gate_up and down, then the lm head, each kernel
+reading the x the kernel before it wrote, in a CUDA graph, with plain
+launches and with PDL edges where the choice says PDL pays. CuPy sets no
+launch attributes, so a PDL launch goes to the driver's cuLaunchKernelEx
+through ctypes, on CuPy's stream and with CuPy's function.
+
+Exit 0 when every check passed, 1 when one failed or a call errs, 2 for
+bad arguments or without NumPy, CuPy or a GPU.
 """
 
 import argparse
+import ctypes
 import math
 import os
 import sys
@@ -35,6 +42,9 @@ import gemvtune  # noqa: E402
 
 # llama-3-8b's decode GEMVs: k/v, q and o, qkv, gate or up, gate_up, down, lm head.
 SHAPES = [(1024, 4096), (4096, 4096), (6144, 4096), (14336, 4096), (28672, 4096), (4096, 14336), (128256, 4096)]
+# One layer's GEMVs in decode order (fused qkv, o, fused gate_up, down), and the lm head.
+LAYER = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)]
+LM_HEAD = (128256, 4096)
 
 # The f16 scale fields of each GGUF block format: block bytes, then
 # (offset, scale of the field against 1/sqrt(cols)) per field, so that
@@ -69,6 +79,44 @@ extern "C" __global__ void read_ceiling(const uint4* __restrict__ p, unsigned n,
 """
 
 
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: the ID, padding, the 64-byte value union."""
+    _fields_ = [("id", ctypes.c_uint32), ("pad", ctypes.c_uint8 * 4), ("value", ctypes.c_uint64 * 8)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig."""
+    _fields_ = [("grid", ctypes.c_uint32 * 3), ("block", ctypes.c_uint32 * 3), ("shared", ctypes.c_uint32),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)), ("num_attrs", ctypes.c_uint32)]
+
+
+# CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+_PROGRAMMATIC_STREAM_SERIALIZATION = 6
+
+
+class PDLLaunch:
+    """Launches a kernel with programmatic stream serialization (a PDL
+    edge to the kernel before it) through the driver's cuLaunchKernelEx."""
+
+    def __init__(self):
+        self.launch = ctypes.CDLL("libcuda.so.1").cuLaunchKernelEx
+        self.launch.argtypes = [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p),
+                                ctypes.c_void_p]
+        self.launch.restype = ctypes.c_int
+
+    def __call__(self, fn_ptr, grid, block, shared, stream_ptr, w_ptr, x_ptr, y_ptr, rows, cols):
+        args = [ctypes.c_uint64(w_ptr), ctypes.c_uint64(x_ptr), ctypes.c_uint64(y_ptr), ctypes.c_int32(rows),
+                ctypes.c_int32(cols)]
+        params = (ctypes.c_void_p * len(args))(*[ctypes.cast(ctypes.pointer(a), ctypes.c_void_p) for a in args])
+        attr = _LaunchAttribute(id=_PROGRAMMATIC_STREAM_SERIALIZATION)
+        attr.value[0] = 1  # programmaticStreamSerializationAllowed
+        cfg = _LaunchConfig(grid=(ctypes.c_uint32 * 3)(*grid), block=(ctypes.c_uint32 * 3)(*block), shared=shared,
+                            stream=stream_ptr, attrs=ctypes.pointer(attr), num_attrs=1)
+        r = self.launch(ctypes.byref(cfg), fn_ptr, params, None)
+        if r != 0:
+            raise RuntimeError("cuLaunchKernelEx: CUDA error %d" % r)
+
+
 class Usage(Exception):
     """A bad argument or a missing prerequisite: one line, exit 2."""
 
@@ -80,6 +128,8 @@ def parse_args(argv):
                     help="comma-separated ROWSxCOLS (default: llama-3-8b's)")
     ap.add_argument("--rounds", type=int, default=7, help="interleaved timing rounds (default 7)")
     ap.add_argument("--lib", default=None, help="libgemvtune.so (default $GEMVTUNE_LIB, else the loader's path)")
+    ap.add_argument("--chain", action="store_true", help="time one token's chain of GEMVs instead of each shape alone")
+    ap.add_argument("--layers", type=int, default=32, help="layers of the chain (default 32)")
     a = ap.parse_args(argv)
     formats = [f for f in a.formats.split(",") if f]
     for f in formats:
@@ -96,7 +146,9 @@ def parse_args(argv):
         shapes.append((r, c))
     if a.rounds < 1:
         raise Usage("--rounds %d: want at least 1" % a.rounds)
-    return formats, shapes, a.rounds, a.lib
+    if a.layers < 1:
+        raise Usage("--layers %d: want at least 1" % a.layers)
+    return formats, shapes, a.rounds, a.lib, (a.layers if a.chain else 0)
 
 
 def import_gpu():
@@ -149,15 +201,21 @@ def make_weights(np, fmt, rows, cols, rng):
 class Kernel:
     """A loaded GEMV kernel and its launch at one shape."""
 
-    def __init__(self, np, cp, fn, launch):
+    def __init__(self, np, cp, fn, launch, pdl_shared=0):
         self.np, self.fn = np, fn
         self.grid, self.block, self.shared = launch
-        if self.shared > 48 * 1024:
+        self.pdl_shared = max(pdl_shared, self.shared)  # a PDL launch's dynamic shared memory
+        if self.pdl_shared > 48 * 1024:
             cp.cuda.driver.funcSetAttribute(fn.ptr, cp.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                            self.shared)
+                                            self.pdl_shared)
 
     def __call__(self, w, x, y, rows, cols):
         self.fn(self.grid, self.block, (w, x, y, self.np.int32(rows), self.np.int32(cols)), shared_mem=self.shared)
+
+    def pdl(self, launch, stream, w, x, y, rows, cols):
+        """The same launch on stream with a PDL edge, by launch (a PDLLaunch)."""
+        launch(self.fn.ptr, self.grid, self.block, self.pdl_shared, stream.ptr, w.data.ptr, x.data.ptr, y.data.ptr,
+               rows, cols)
 
 
 class Engine:
@@ -187,7 +245,8 @@ class Engine:
             mod = self.cp.cuda.function.Module()
             mod.load(choice.cubin)
             fn, origin = mod.get_function(choice.entry), "cubin"
-        return Kernel(self.np, self.cp, fn, (choice.grid, choice.block, choice.shared_bytes)), origin
+        launch = (choice.grid, choice.block, choice.shared_bytes)
+        return Kernel(self.np, self.cp, fn, launch, choice.pdl_shared_bytes), origin
 
     def stock(self, fmt, rows, cols):
         return Kernel(self.np, self.cp, self.compile(fmt, "v1"), gemvtune.launch(fmt, "v1", rows, cols))
@@ -270,21 +329,27 @@ def median_spread(v):
     return s[len(s) // 2], s[0], s[-1]
 
 
-def check_and_time(eng, fmt, rows, cols, rounds, ceiling):
-    """One line of the table for (fmt, rows x cols); the bool says whether every check passed."""
-    np, cp = eng.np, eng.cp
+def weights_for(eng, fmt, rows, cols):
+    """The choice for (fmt, rows x cols), random raw weights, the same
+    repacked into the choice's layout, and the generator, seeded by the
+    pair, that made them."""
+    np = eng.np
     c = eng.pol.lookup(eng.arch, fmt, rows, cols, gpu=eng.gpu)
     rng = np.random.default_rng(zlib.crc32(("%s %dx%d" % (fmt, rows, cols)).encode()))
     raw = make_weights(np, fmt, rows, cols, rng)
-    packed = gemvtune.repack(fmt, c.layout, raw, rows, cols)
-    tuned, origin = eng.tuned(fmt, c)
-    stock = eng.stock(fmt, rows, cols)
+    return c, raw, gemvtune.repack(fmt, c.layout, raw, rows, cols), rng
 
+
+def check(eng, fmt, c, tuned, raw, packed, rows, cols, rng):
+    """(rel err, ok, verdict) of the choice's Kernel tuned on its weights
+    packed (on the GPU) for a random x: y poisoned first, against the
+    float64 reference, and an exact-class choice bit for bit against stock
+    on the raw weights."""
+    np, cp = eng.np, eng.cp
     xs = (rng.random(cols, dtype=np.float32) * 2 - 1).astype(np.float32)
     ref = np.frombuffer(gemvtune.reference(fmt, raw, xs, rows, cols).tobytes(), dtype=np.float64)
-    tw, sw = eng.copies(packed), eng.copies(raw)
     x = cp.asarray(xs)
-    y = eng.run(tuned, tw[0], x, rows, cols)
+    y = eng.run(tuned, packed, x, rows, cols)
     err = rel_l2(np, y, ref)
     wrong, notes = [], []
     if not np.isfinite(y).all():
@@ -292,10 +357,19 @@ def check_and_time(eng, fmt, rows, cols, rounds, ceiling):
     elif err > c.error_bound:
         wrong.append("ERROR OVER BOUND")
     if c.class_name == "exact" and c.id != "v1":
-        same = eng.run(stock, sw[0], x, rows, cols).tobytes() == y.tobytes()
+        ys = eng.run(eng.stock(fmt, rows, cols), cp.asarray(np.frombuffer(raw, dtype=np.uint8)), x, rows, cols)
+        same = ys.tobytes() == y.tobytes()
         (notes if same else wrong).append("bit-identical to stock" if same else "DIFFERS FROM STOCK")
-    ok = not wrong
-    verdict = ", ".join(wrong or ["ok"] + notes)
+    return err, not wrong, ", ".join(wrong or ["ok"] + notes)
+
+
+def check_and_time(eng, fmt, rows, cols, rounds, ceiling):
+    """One line of the table for (fmt, rows x cols); the bool says whether every check passed."""
+    c, raw, packed, rng = weights_for(eng, fmt, rows, cols)
+    tuned, origin = eng.tuned(fmt, c)
+    stock = eng.stock(fmt, rows, cols)
+    tw, sw = eng.copies(packed), eng.copies(raw)
+    err, ok, verdict = check(eng, fmt, c, tuned, raw, tw[0], rows, cols, rng)
 
     samples = eng.time({"tuned": (tuned, tw), "stock": (stock, sw)}, rows, cols, rounds)
     tm, tlo, thi = median_spread(samples["tuned"])
@@ -308,9 +382,68 @@ def check_and_time(eng, fmt, rows, cols, rounds, ceiling):
     return line, ok
 
 
+CHAIN_HEADER = "%-8s %-30s %10s %-17s %10s %13s %7s %8s" % (
+    "format", "chain", "µs/token", " (min-max)", "MB/token", "bytes/ceiling", "% ceil", "tok/s")
+
+
+def chain(eng, fmt, layers, rounds, ceiling, pdl_launch):
+    """Checks the kernels of one token of fmt, then times the token: its
+    table lines, and how many checks failed."""
+    np, cp = eng.np, eng.cp
+    mats, failed = [], 0
+    for rows, cols in LAYER + [LM_HEAD]:
+        c, raw, packed, rng = weights_for(eng, fmt, rows, cols)
+        k, origin = eng.tuned(fmt, c)
+        w = cp.asarray(np.frombuffer(packed, dtype=np.uint8))
+        err, ok, verdict = check(eng, fmt, c, k, raw, w, rows, cols, rng)
+        print("  %-8s %-12s %-22s %-6s %-9s rel err %.2e (bound %.0e)%s  %s" % (
+            fmt, "%dx%d" % (rows, cols), c.id, origin, c.class_name, err, c.error_bound,
+            ", pdl-pays" if c.pdl_pays else "", verdict), flush=True)
+        mats.append((k, c, w, rows, cols))
+        failed += not ok
+    # Every layer's weights in their own memory (copies of layer 0's).
+    per_layer = [[m[2] if layer == 0 else m[2].copy() for m in mats[:4]] for layer in range(layers)]
+    nbytes = layers * sum(m[2].nbytes for m in mats[:4]) + mats[4][2].nbytes
+    at_ceiling = nbytes / ceiling / 1e3
+    act = [cp.asarray(np.random.default_rng(i).random(LM_HEAD[0], dtype=np.float32) * 2 - 1) for i in range(2)]
+    stock_only = os.environ.get("GEMV_FORCE_VARIANT") == "v1"
+    lines = []
+    for pdl in (False, True):
+        if pdl and not any(m[1].pdl_pays for m in mats):
+            continue
+        stream = cp.cuda.Stream(non_blocking=True)
+        launches = [(m, w) for ws in per_layer for m, w in zip(mats, ws)] + [(mats[4], mats[4][2])]
+        with stream:
+            stream.begin_capture()
+            for n, ((k, c, _, rows, cols), w) in enumerate(launches):
+                x, y = act[n % 2], act[(n + 1) % 2]
+                if pdl and c.pdl_pays and n > 0:
+                    k.pdl(pdl_launch, stream, w, x, y, rows, cols)
+                else:
+                    k(w, x, y, rows, cols)
+            graph = stream.end_capture()
+        for _ in range(5):
+            graph.launch(stream)
+        times = []
+        for _ in range(rounds):
+            t0, t1 = cp.cuda.Event(), cp.cuda.Event()
+            t0.record(stream)
+            for _ in range(10):
+                graph.launch(stream)
+            t1.record(stream)
+            t1.synchronize()
+            times.append(cp.cuda.get_elapsed_time(t0, t1) * 1e3 / 10)
+        med, lo, hi = median_spread(times)
+        mode = "stock (GEMV_FORCE_VARIANT=v1)" if stock_only else "tuned, PDL where it pays" if pdl else "tuned, plain launches"
+        lines.append("%-8s %-30s %10.1f %8.1f-%-8.1f %10.1f %13.1f %7.1f %8.1f" % (
+            fmt, mode, med, lo, hi, nbytes / 1e6, at_ceiling, 100 * at_ceiling / med, 1e6 / med))
+        print(lines[-1], flush=True)
+    return lines, failed
+
+
 def main(argv):
     try:
-        formats, shapes, rounds, lib = parse_args(argv)
+        formats, shapes, rounds, lib, layers = parse_args(argv)
         gemvtune.load(lib)
         np, cp = import_gpu()
     except Usage as e:
@@ -319,7 +452,12 @@ def main(argv):
     except (OSError, gemvtune.Error) as e:
         print("engine.py: libgemvtune: %s" % e, file=sys.stderr)
         return 2
-    failed = 0
+    try:
+        pdl_launch = PDLLaunch() if layers else None
+    except OSError as e:
+        print("engine.py: --chain launches through the driver's libcuda.so.1: %s" % e, file=sys.stderr)
+        return 2
+    failed = checks = 0
     try:
         with gemvtune.Policy() as pol:
             eng = Engine(np, cp, pol)
@@ -330,6 +468,21 @@ def main(argv):
             for w in pol.warnings:
                 print("warning: %s" % w)
             print("read ceiling %.0f GB/s (1 GiB streaming read, best median of 3 grids)\n" % ceiling)
+            if layers:
+                table = []
+                for fmt in formats:
+                    print("checks of %s:" % fmt)
+                    try:
+                        lines, n = chain(eng, fmt, layers, rounds, ceiling, pdl_launch)
+                    except Exception as e:  # CuPy's CUDA errors (a faulting kernel) among them
+                        msg = str(e).splitlines()[0] if str(e) else ""
+                        print("engine.py: %s chain: %s: %s" % (fmt, type(e).__name__, msg), file=sys.stderr)
+                        return 1
+                    table += lines
+                    failed, checks = failed + n, checks + len(LAYER) + 1
+                print("\n%s\n%s" % (CHAIN_HEADER, "\n".join(table)))
+                print("\n%d of %d checks failed" % (failed, checks))
+                return 1 if failed else 0
             print("%-8s %-12s %-22s %-6s %-9s %9s %9s  %8s %-17s %7s %6s %9s %8s  %s" % (
                 "format", "shape", "choice", "from", "class", "rel err", "bound", "µs", "(min-max)", "GB/s",
                 "% ceil", "stock µs", "speedup", "check"))
