@@ -101,6 +101,14 @@ type ChainTiming struct {
 	// would take, over MedianUS, in percent.
 	PctCeiling float64
 	TokPerS    float64 // 1e6 / MedianUS: what the GEMVs alone allow
+	// ClockSamples is how many of the mode's timed batches NVML was read
+	// after (0 without NVML); ThrottledPct the share of them with a
+	// clock-lowering reason active (on the H200 the software power cap,
+	// which a token of q8_0 or bf16 meets at 700 W), and MinSMMHz the
+	// lowest SM clock among them.
+	ClockSamples int
+	ThrottledPct float64
+	MinSMMHz     int
 }
 
 // ChainResult is what one token's GEMVs took: launched plainly in the
@@ -608,9 +616,13 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 
 	// Time it: batches of chainTokens tokens between CUDA events, the
 	// graphs alternating batch by batch, so a drift of the clocks shifts
-	// every mode alike.
+	// every mode alike. After each batch NVML says whether the clocks were
+	// lowered then (outside the events: the read is not timed).
 	timed := slices.Concat(graphs, trialGraphs, readGraphs, attrGraphs)
 	samples := make([][]float64, len(timed))
+	clocks := make([][]gpu.Clocks, len(timed))
+	readClocks := chainClockReader(info)
+	defer readClocks.close()
 	err = dev.Do(func(c *gpu.Ctx) error {
 		e0, err := c.NewEvent()
 		if err != nil {
@@ -647,6 +659,9 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 				}
 				if k >= 0 {
 					samples[gi] = append(samples[gi], d.Seconds()*1e6/chainTokens)
+					if cl, ok := readClocks.read(); ok {
+						clocks[gi] = append(clocks[gi], cl)
+					}
 				}
 			}
 		}
@@ -664,7 +679,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	res.CeilingGBs = (res.CeilingBeforeGBs + res.CeilingAfterGBs) / 2
 	timings := make([]ChainTiming, len(samples))
 	for i, smp := range samples {
-		timings[i] = chainTiming(smp, res.Bytes, res.CeilingGBs)
+		timings[i] = chainTiming(smp, clocks[i], res.Bytes, res.CeilingGBs)
 	}
 	res.ChainTiming = timings[0]
 	if len(graphs) > 1 {
@@ -812,15 +827,62 @@ func (m *chainModules) unload(c *gpu.Ctx) {
 	}
 }
 
-// chainTiming summarises a mode's µs per token.
-func chainTiming(samples []float64, bytes int64, ceilingGBs float64) ChainTiming {
+// chainTiming summarises a mode's µs per token and the clocks read after
+// its batches.
+func chainTiming(samples []float64, clocks []gpu.Clocks, bytes int64, ceilingGBs float64) ChainTiming {
 	var t ChainTiming
 	t.MedianUS, t.LoUS, t.HiUS = summarize(samples)
 	if t.MedianUS > 0 {
 		t.TokPerS = 1e6 / t.MedianUS
 		t.PctCeiling = 100 * (float64(bytes) / (ceilingGBs * 1e3)) / t.MedianUS
 	}
+	throttled := 0
+	for i, c := range clocks {
+		if c.Throttled {
+			throttled++
+		}
+		if i == 0 || c.SMMHz < t.MinSMMHz {
+			t.MinSMMHz = c.SMMHz
+		}
+	}
+	if t.ClockSamples = len(clocks); t.ClockSamples > 0 {
+		t.ThrottledPct = 100 * float64(throttled) / float64(len(clocks))
+	}
 	return t
+}
+
+// chainClocks reads the chain's GPU's clocks through NVML, where NVML
+// opens; read says false without it.
+type chainClocks struct {
+	nvml *gpu.NVML
+	dev  *gpu.NVMLDevice
+}
+
+func chainClockReader(info gpu.Info) chainClocks {
+	n, err := gpu.OpenNVML()
+	if err != nil {
+		return chainClocks{}
+	}
+	d, err := n.Device(info.UUID)
+	if err != nil {
+		n.Close()
+		return chainClocks{}
+	}
+	return chainClocks{nvml: n, dev: d}
+}
+
+func (c chainClocks) read() (gpu.Clocks, bool) {
+	if c.dev == nil {
+		return gpu.Clocks{}, false
+	}
+	cl, err := c.dev.Clocks()
+	return cl, err == nil
+}
+
+func (c chainClocks) close() {
+	if c.nvml != nil {
+		c.nvml.Close()
+	}
 }
 
 // chainDev is one stage on the device: its weights and output, the

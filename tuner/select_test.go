@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/gemvtune/gemvtune/internal/gpu"
 )
 
 // noisy returns n samples around center with ±1 % uniform noise.
@@ -151,6 +153,28 @@ func TestPDLFigures(t *testing.T) {
 		}
 		if math.Abs(c.PDLUS-tc.pdlUS) > 1e-9 || c.LaunchPDL != tc.launch {
 			t.Errorf("%s: PDLUS %v, LaunchPDL %v; want %v, %v", tc.id, c.PDLUS, c.LaunchPDL, tc.pdlUS, tc.launch)
+		}
+	}
+}
+
+// TestChainTimingClocks: a mode's throttled share and lowest SM clock come
+// from the clocks read after its batches; without NVML there are none.
+func TestChainTimingClocks(t *testing.T) {
+	cl := func(mhz int, throttled bool) gpu.Clocks { return gpu.Clocks{SMMHz: mhz, Throttled: throttled} }
+	for _, c := range []struct {
+		name    string
+		clocks  []gpu.Clocks
+		samples int
+		pct     float64
+		minMHz  int
+	}{
+		{"no NVML", nil, 0, 0, 0},
+		{"never throttled", []gpu.Clocks{cl(1980, false), cl(1980, false)}, 2, 0, 1980},
+		{"power cap in one of four", []gpu.Clocks{cl(1980, false), cl(1875, true), cl(1965, false), cl(1980, false)}, 4, 25, 1875},
+	} {
+		got := chainTiming([]float64{1100, 1200, 1150}, c.clocks, 4.2e9, 4400)
+		if got.ClockSamples != c.samples || got.ThrottledPct != c.pct || got.MinSMMHz != c.minMHz || got.MedianUS != 1150 {
+			t.Errorf("%s: %+v", c.name, got)
 		}
 	}
 }

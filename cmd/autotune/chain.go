@@ -70,7 +70,7 @@ func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) err
 	// Fixed widths, not a tabwriter: the rows are printed as each token
 	// finishes (seconds each), and they must line up with the header all
 	// the same.
-	fmt.Fprintf(stdout, chainRow, "format", "mode", "µs/token", "95% CI µs", "MB/token", "ceiling GB/s", "bytes/ceiling µs", "% of ceiling", "GEMV tok/s", "max rel err")
+	fmt.Fprintf(stdout, chainRow, "format", "mode", "µs/token", "95% CI µs", "MB/token", "ceiling GB/s", "bytes/ceiling µs", "% of ceiling", "GEMV tok/s", "max rel err", "throttled")
 	pdl := g.Arch.Major >= 9
 	if !pdl {
 		what := "no PDL modes"
@@ -79,10 +79,12 @@ func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) err
 		}
 		fmt.Fprintf(stderr, "autotune: bench --chain: %s is %s: %s (programmatic dependent launch needs sm_90 or newer)\n", g.Name, g.Arch, what)
 	}
+	throttled := false // some mode ran with lowered clocks
 	row := func(f, mode string, r tuner.ChainResult, t tuner.ChainTiming) error {
 		_, err := fmt.Fprintf(stdout, chainRow, f, mode, fmt.Sprintf("%.1f", t.MedianUS), fmt.Sprintf("%.1f–%.1f", t.LoUS, t.HiUS),
 			fmt.Sprintf("%.1f", float64(r.Bytes)/1e6), fmt.Sprintf("%.0f (%.0f–%.0f)", r.CeilingGBs, r.CeilingBeforeGBs, r.CeilingAfterGBs), fmt.Sprintf("%.1f", float64(r.Bytes)/(r.CeilingGBs*1e3)),
-			fmt.Sprintf("%.1f", t.PctCeiling), fmt.Sprintf("%.0f", t.TokPerS), fmt.Sprintf("%.2g", r.MaxRelErr))
+			fmt.Sprintf("%.1f", t.PctCeiling), fmt.Sprintf("%.0f", t.TokPerS), fmt.Sprintf("%.2g", r.MaxRelErr), throttledCell(t))
+		throttled = throttled || t.ThrottledPct > 0
 		return err
 	}
 	var verdicts []string
@@ -123,12 +125,32 @@ func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) err
 			}
 		}
 	}
+	if throttled {
+		verdicts = append([]string{throttledNote}, verdicts...)
+	}
 	for _, v := range append(verdicts, attributions...) {
 		if _, err := fmt.Fprintln(stdout, v); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// throttledNote explains the throttled column when a mode was.
+const throttledNote = "throttled: the share of a mode's timed batches after which NVML reported a clock-lowering reason " +
+	"(the software power cap, mostly), and the lowest SM clock then; such a mode's µs include lowered clocks"
+
+// throttledCell is the throttled column: "–" without NVML, else the share
+// of the mode's batches with a clock-lowering reason and, if any, the
+// lowest SM clock.
+func throttledCell(t tuner.ChainTiming) string {
+	switch {
+	case t.ClockSamples == 0:
+		return "–"
+	case t.ThrottledPct == 0:
+		return "0 %"
+	}
+	return fmt.Sprintf("%.0f %%, ≥%d MHz", t.ThrottledPct, t.MinSMMHz)
 }
 
 // attributionTable says, per shape of format's tuned token with PDL edges
@@ -201,7 +223,7 @@ func readVerdict(format string, tuned, reads []tuner.ChainModeTiming) (string, b
 
 // chainRow is one line of the chain table, right-aligned columns wide
 // enough for the header and for every value a token can take.
-const chainRow = "%8s  %20s  %9s  %17s  %9s  %16s  %16s  %12s  %10s  %11s\n"
+const chainRow = "%8s  %20s  %9s  %17s  %9s  %16s  %16s  %12s  %10s  %11s  %16s\n"
 
 // chainStages is the token's GEMVs in format with stock (v1) everywhere,
 // or with what the policy chooses for this GPU (its cubin when stored,

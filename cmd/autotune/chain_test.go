@@ -30,9 +30,10 @@ func TestBenchChain(t *testing.T) {
 	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
 		calls = append(calls, call{stages, opts.PDL, opts.Reads})
 		r := tuner.ChainResult{Stages: len(stages), Bytes: 4.2e9, CeilingGBs: 4400, CeilingBeforeGBs: 4380, CeilingAfterGBs: 4420, MaxRelErr: 3e-7,
-			ChainTiming: tuner.ChainTiming{MedianUS: 1100, LoUS: 1090, HiUS: 1110, PctCeiling: 86.8, TokPerS: 909}}
-		if opts.PDL { // PDL edges slower, as on the H200
-			r.PDL = &tuner.ChainTiming{MedianUS: 1210, LoUS: 1200, HiUS: 1220, PctCeiling: 78.9, TokPerS: 826}
+			ChainTiming: tuner.ChainTiming{MedianUS: 1100, LoUS: 1090, HiUS: 1110, PctCeiling: 86.8, TokPerS: 909, ClockSamples: 21, MinSMMHz: 1980}}
+		if opts.PDL { // PDL edges slower, as on the H200, and at the power cap in 8 of 21 batches
+			r.PDL = &tuner.ChainTiming{MedianUS: 1210, LoUS: 1200, HiUS: 1220, PctCeiling: 78.9, TokPerS: 826,
+				ClockSamples: 21, ThrottledPct: 100 * 8.0 / 21, MinSMMHz: 1875}
 		}
 		if opts.Reads { // every mode's name, so the widths are checked for each
 			for i, m := range tuner.ChainReadModes() {
@@ -71,21 +72,25 @@ func TestBenchChain(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"one token of llama-3-8b (129 GEMVs) on GPU 0, NVIDIA H200", "stock, PDL", "tuned, PDL", "1100.0", "86.8", "909",
-		"4400 (4380–4420)", " reads  ", "1050.5", "reads, PDL, no wait", "950.0"} {
+		"4400 (4380–4420)", " reads  ", "1050.5", "reads, PDL, no wait", "950.0", "38 %, ≥1875 MHz", " 0 %\n", " –\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
 	// The rows, printed as each mode finishes, line up with the header;
-	// the launch verdict and the read verdict follow them.
+	// what the throttled column means, the launch verdict and the read
+	// verdict follow them.
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")[1:]
+	if v := lines[len(lines)-3]; v != throttledNote {
+		t.Errorf("throttled note %q", v)
+	}
 	if v := lines[len(lines)-2]; v != "q4_0, tuned: launch plainly in a graph (PDL edges make the token 10.0 % slower)" {
 		t.Errorf("verdict %q", v)
 	}
 	if v := lines[len(lines)-1]; v != `q4_0, tuned: 81.8 % of the speed of "reads, PDL, x" (899.8 µs), one read kernel per stage` {
 		t.Errorf("read verdict %q", v)
 	}
-	lines = lines[:len(lines)-2]
+	lines = lines[:len(lines)-3]
 	for _, l := range lines[1:] {
 		if utf8.RuneCountInString(l) != utf8.RuneCountInString(lines[0]) {
 			t.Errorf("row %q is not as wide as the header %q", l, lines[0])
