@@ -74,17 +74,23 @@ static uint64_t next_u64(void) {
 }
 static float uniform(void) { return (float)((next_u64() >> 40) * (1.0 / 16777216.0)); } /* [0, 1) */
 
-static uint16_t f16_bits(float f) { /* round to nearest even, normal range only */
+/* f32 to IEEE half, rounding to nearest even, subnormal halves included
+ * (q4_K's small dmin scales are subnormal); values past the largest finite
+ * half give it. */
+static uint16_t f16_bits(float f) {
     uint32_t x;
     memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000, exp = (x >> 23) & 0xff, man = x & 0x7fffff;
-    int e = (int)exp - 127 + 15;
-    if (e <= 0) return (uint16_t)sign;
+    uint32_t sign = (x >> 16) & 0x8000, man = x & 0x7fffff;
+    int e = (int)((x >> 23) & 0xff) - 127 + 15;
     if (e >= 31) return (uint16_t)(sign | 0x7bff);
-    uint32_t h = sign | ((uint32_t)e << 10) | (man >> 13);
-    uint32_t rest = man & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;
-    return (uint16_t)h;
+    if (e < -10) return (uint16_t)sign;
+    /* the kept bits, and how many low bits round away: 13 for a normal half, more for a subnormal one */
+    uint32_t full = e > 0 ? man : (man | 0x800000);
+    int shift = e > 0 ? 13 : 14 - e;
+    uint32_t kept = e > 0 ? ((uint32_t)e << 10) | (man >> 13) : full >> shift;
+    uint32_t rest = full & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (kept & 1))) kept++;
+    return (uint16_t)(sign | kept);
 }
 static uint16_t bf16_bits(float f) {
     uint32_t x;
