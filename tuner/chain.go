@@ -103,9 +103,9 @@ type ChainTiming struct {
 	TokPerS    float64 // 1e6 / MedianUS: what the GEMVs alone allow
 	// ClockSamples is how many of the mode's timed batches NVML was read
 	// after (0 without NVML); ThrottledPct the share of them with a
-	// clock-lowering reason active (on the H200 the software power cap,
-	// which a token of q8_0 or bf16 meets at 700 W), and MinSMMHz the
-	// lowest SM clock among them.
+	// clock-lowering reason active (on the H200 the software power cap
+	// at 700 W, which engines decoding without pause met on some
+	// machines), and MinSMMHz the lowest SM clock among them.
 	ClockSamples int
 	ThrottledPct float64
 	MinSMMHz     int
@@ -858,6 +858,8 @@ type chainClocks struct {
 	dev  *gpu.NVMLDevice
 }
 
+// chainClockReader opens NVML for the GPU of info, or returns a reader
+// that reads nothing.
 func chainClockReader(info gpu.Info) chainClocks {
 	n, err := gpu.OpenNVML()
 	if err != nil {
