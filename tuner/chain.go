@@ -67,6 +67,11 @@ type ChainOptions struct {
 	// Samples is how many timed batches of tokens give each median; 0 is
 	// 21.
 	Samples int
+	// BatchTokens is how many tokens one timed batch replays back to
+	// back; 0 is 5. Batches of a hundred or more hold the GPU at full
+	// power as an engine decoding without pause does, long enough for a
+	// power cap to engage (ChainTiming.ThrottledPct).
+	BatchTokens int
 }
 
 // ChainTrial is the token with other variants for every stage of some
@@ -195,7 +200,8 @@ func ChainReadModes() []string {
 // in every block: 16 KiB, a 4096-long float x.
 const chainReadX = 16 << 10
 
-// chainTokens is how many tokens one timed batch replays.
+// chainTokens is how many tokens one timed batch replays unless
+// ChainOptions.BatchTokens says otherwise.
 const chainTokens = 5
 
 // Chain runs the stages as one token on GPU ordinal, each stage's x the
@@ -220,6 +226,9 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 	}
 	if opts.Samples <= 0 {
 		opts.Samples = 21
+	}
+	if opts.BatchTokens <= 0 {
+		opts.BatchTokens = chainTokens
 	}
 	dev, err := gpu.Open(ordinal)
 	if err != nil {
@@ -614,7 +623,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		}
 	}
 
-	// Time it: batches of chainTokens tokens between CUDA events, the
+	// Time it: batches of opts.BatchTokens tokens between CUDA events, the
 	// graphs alternating batch by batch, so a drift of the clocks shifts
 	// every mode alike. After each batch NVML says whether the clocks were
 	// lowered then (outside the events: the read is not timed).
@@ -642,7 +651,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 				if err := c.Record(e0, 0); err != nil {
 					return err
 				}
-				for t := 0; t < chainTokens; t++ {
+				for t := 0; t < opts.BatchTokens; t++ {
 					if err := c.LaunchGraph(g, 0); err != nil {
 						return err
 					}
@@ -658,7 +667,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 					return err
 				}
 				if k >= 0 {
-					samples[gi] = append(samples[gi], d.Seconds()*1e6/chainTokens)
+					samples[gi] = append(samples[gi], d.Seconds()*1e6/float64(opts.BatchTokens))
 					if cl, ok := readClocks.read(); ok {
 						clocks[gi] = append(clocks[gi], cl)
 					}

@@ -23,7 +23,7 @@ func init() {
 
 const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--formats q4_0,...] [--shapes RxC,...] [--cache PATH] [--warm-l2]
        autotune bench --variants ID,... [--arch ...] [--formats ...] [--shapes ...] [--warm-l2]
-       autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N] [--compile] [--refine [--try F:RxC:ID,...] | --attribute]
+       autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N] [--compile] [--batch-tokens N] [--refine [--try F:RxC:ID,...] | --attribute]
 
 Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
 and prints µs, GB/s and % of the read ceiling measured in the same run. The
@@ -40,6 +40,10 @@ stage's PDL launch with its recorded shared memory), and as the choices'
 launch modes say where they differ, every output checked against the
 float64 reference (docs/tuner.md, "The decode chain"); with --compile the
 tuned choices run this build's kernel source, not their stored cubins.
+Each mode's row says how many of its timed batches ran with lowered clocks
+(NVML; the power cap); --batch-tokens N times N tokens back to back per
+batch (default 5), and 100 or more hold the GPU at full power as an
+engine decoding without pause does.
 With --chain --refine, the tuned token instead runs with each of the
 cache's other candidates for a shape in place of its choice (the fastest
 few alone and the fastest of each staging form and grid share),
@@ -76,6 +80,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ordinal := fs.Int("gpu", 0, "with --chain: the GPU ordinal to run on")
 	compile := fs.Bool("compile", false, "with --chain: compile the tuned choices from this build's kernel source instead of running their stored cubins")
 	attribute := fs.Bool("attribute", false, "with --chain: also time the tuned token with each shape's GEMVs in turn replaced by a read of their bytes, and print what each shape's GEMVs cost beyond it (PDL edges, sm_90+)")
+	batch := fs.Int("batch-tokens", 0, "with --chain: tokens per timed batch, back to back (default 5; 100 or more hold the GPU at full power, as an engine decoding without pause does)")
 	refine := fs.Bool("refine", false, "with --chain: try the cache's other candidates in the tuned token, each alone and the faster ones together, and print what each changes (nothing is recorded)")
 	try := fs.String("try", "", "with --chain --refine: try these variants instead of the cache's candidates, FORMAT:ROWSxCOLS:ID, comma-separated")
 	warm := fs.Bool("warm-l2", false, "time over one copy of the weights (L2-warm below the L2 size), like ggml's test-backend-ops; not with --chain")
@@ -106,6 +111,10 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return usagef("bench: --attribute is for --chain without --refine")
 	case *try != "" && !*refine:
 		return usagef("bench: --try is for --chain --refine")
+	case *batch != 0 && (!*chain || *refine):
+		return usagef("bench: --batch-tokens is for --chain without --refine")
+	case *batch < 0 || *batch > 1000:
+		return usagef("bench: --batch-tokens %d: want 1 to 1000", *batch)
 	}
 	tries, err := parseTries(*try, fl)
 	if err != nil {
@@ -115,7 +124,8 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return benchVariants(ctx, *arch, fl, sl, *ids, *warm, stdout, stderr)
 	}
 	if *chain {
-		return benchChain(ctx, chainRun{model: *model, formats: fl, cachePath: *cachePath, ordinal: *ordinal, compile: *compile, refine: *refine, tries: tries, attribute: *attribute},
+		return benchChain(ctx, chainRun{model: *model, formats: fl, cachePath: *cachePath, ordinal: *ordinal, compile: *compile, refine: *refine, tries: tries, attribute: *attribute,
+			batch: *batch},
 			stdout, stderr)
 	}
 	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: func(string) (string, bool) { return "", false }})

@@ -94,6 +94,10 @@ func TestBenchVariantsBadInput(t *testing.T) {
 		{[]string{"--variants", "r1f0u1s0w8g1"}, `--variants: "r1f0u1s0w8g1"`},
 		{[]string{"--variants", "bogus"}, `invalid variant ID "bogus"`},
 		{[]string{"--variants", "v1", "--format", "q5_1"}, "q5_1"},
+		{[]string{"--batch-tokens", "100"}, "--batch-tokens is for --chain without --refine"},
+		{[]string{"--chain", "--refine", "--batch-tokens", "100"}, "--batch-tokens is for --chain without --refine"},
+		{[]string{"--chain", "--batch-tokens", "-1"}, "--batch-tokens -1: want 1 to 1000"},
+		{[]string{"--chain", "--batch-tokens", "5000"}, "--batch-tokens 5000: want 1 to 1000"},
 	} {
 		var out, errb bytes.Buffer
 		err := benchMain(context.Background(), tc.args, &out, &errb)

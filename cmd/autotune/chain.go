@@ -40,6 +40,7 @@ type chainRun struct {
 	refine    bool                 // try the cache's other candidates instead (refineTokens)
 	tries     []tuner.ChainVariant // with refine: the variants to try instead of the cache's candidates
 	attribute bool                 // also time each shape's GEMVs replaced by reads (tuner.ChainOptions.Attribute)
+	batch     int                  // tokens per timed batch (tuner.ChainOptions.BatchTokens), 0 for its default
 }
 
 // benchChain runs one token of run.model for every format, in every mode,
@@ -95,7 +96,8 @@ func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) err
 			if err != nil {
 				return fmt.Errorf("bench --chain %s: %w", f, err)
 			}
-			r, err := chainFn(ctx, run.ordinal, stages, tuner.ChainOptions{PDL: pdl, Recorded: pdl, Reads: ch.tuned, Attribute: ch.tuned && run.attribute})
+			r, err := chainFn(ctx, run.ordinal, stages, tuner.ChainOptions{PDL: pdl, Recorded: pdl, Reads: ch.tuned, Attribute: ch.tuned && run.attribute,
+				BatchTokens: run.batch})
 			if err != nil {
 				return fmt.Errorf("bench --chain %s (%s): %w", f, ch.name, err)
 			}

@@ -25,10 +25,11 @@ func TestBenchChain(t *testing.T) {
 	type call struct {
 		stages     []tuner.ChainStage
 		pdl, reads bool
+		batch      int
 	}
 	var calls []call
 	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
-		calls = append(calls, call{stages, opts.PDL, opts.Reads})
+		calls = append(calls, call{stages, opts.PDL, opts.Reads, opts.BatchTokens})
 		r := tuner.ChainResult{Stages: len(stages), Bytes: 4.2e9, CeilingGBs: 4400, CeilingBeforeGBs: 4380, CeilingAfterGBs: 4420, MaxRelErr: 3e-7,
 			ChainTiming: tuner.ChainTiming{MedianUS: 1100, LoUS: 1090, HiUS: 1110, PctCeiling: 86.8, TokPerS: 909, ClockSamples: 21, MinSMMHz: 1980}}
 		if opts.PDL { // PDL edges slower, as on the H200, and at the power cap in 8 of 21 batches
@@ -53,8 +54,8 @@ func TestBenchChain(t *testing.T) {
 	}
 	for i, c := range calls {
 		tuned := i == 1
-		if !c.pdl || c.reads != tuned || len(c.stages) != 32*4+1 {
-			t.Errorf("run %d: PDL %v, reads %v, %d stages", i, c.pdl, c.reads, len(c.stages))
+		if !c.pdl || c.reads != tuned || len(c.stages) != 32*4+1 || c.batch != 0 {
+			t.Errorf("run %d: PDL %v, reads %v, %d stages, %d tokens a batch", i, c.pdl, c.reads, len(c.stages), c.batch)
 		}
 		for _, st := range c.stages {
 			// The record at 28672x4096 serves every 4096-col shape (the
@@ -95,6 +96,14 @@ func TestBenchChain(t *testing.T) {
 		if utf8.RuneCountInString(l) != utf8.RuneCountInString(lines[0]) {
 			t.Errorf("row %q is not as wide as the header %q", l, lines[0])
 		}
+	}
+	// --batch-tokens reaches every run.
+	calls = nil
+	if err := benchMain(context.Background(), []string{"--chain", "--formats", "q4_0", "--cache", path, "--batch-tokens", "200"}, &out, &errw); err != nil {
+		t.Fatalf("--batch-tokens 200: %v (%s)", err, errw.String())
+	}
+	if len(calls) != 2 || calls[0].batch != 200 || calls[1].batch != 200 {
+		t.Errorf("--batch-tokens 200: runs %+v", calls)
 	}
 	// Before sm_90 there are no PDL modes, and stderr says why.
 	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
