@@ -344,11 +344,11 @@ def weights_for(eng, fmt, rows, cols):
     return c, raw, gemvtune.repack(fmt, c.layout, raw, rows, cols), rng
 
 
-def check(eng, fmt, c, tuned, raw, packed, rows, cols, rng):
+def check(eng, fmt, c, tuned, raw, packed, rows, cols, rng, raw_dev=None):
     """(rel err, ok, verdict) of the choice's Kernel tuned on its weights
     packed (on the GPU) for a random x: y poisoned first, against the
     float64 reference, and an exact-class choice bit for bit against stock
-    on the raw weights."""
+    on the raw weights (raw_dev, their copy on the GPU, or uploaded here)."""
     np, cp = eng.np, eng.cp
     xs = (rng.random(cols, dtype=np.float32) * 2 - 1).astype(np.float32)
     ref = np.frombuffer(gemvtune.reference(fmt, raw, xs, rows, cols).tobytes(), dtype=np.float64)
@@ -361,7 +361,9 @@ def check(eng, fmt, c, tuned, raw, packed, rows, cols, rng):
     elif err > c.error_bound:
         wrong.append("ERROR OVER BOUND")
     if c.class_name == "exact" and c.id != "v1":
-        ys = eng.run(eng.stock(fmt, rows, cols), cp.asarray(np.frombuffer(raw, dtype=np.uint8)), x, rows, cols)
+        if raw_dev is None:
+            raw_dev = cp.asarray(np.frombuffer(raw, dtype=np.uint8))
+        ys = eng.run(eng.stock(fmt, rows, cols), raw_dev, x, rows, cols)
         same = ys.tobytes() == y.tobytes()
         (notes if same else wrong).append("bit-identical to stock" if same else "DIFFERS FROM STOCK")
     return err, not wrong, ", ".join(wrong or ["ok"] + notes)
@@ -373,7 +375,7 @@ def check_and_time(eng, fmt, rows, cols, rounds, ceiling):
     tuned, origin = eng.tuned(fmt, c)
     stock = eng.stock(fmt, rows, cols)
     tw, sw = eng.copies(packed), eng.copies(raw)
-    err, ok, verdict = check(eng, fmt, c, tuned, raw, tw[0], rows, cols, rng)
+    err, ok, verdict = check(eng, fmt, c, tuned, raw, tw[0], rows, cols, rng, sw[0])
 
     samples = eng.time({"tuned": (tuned, tw), "stock": (stock, sw)}, rows, cols, rounds)
     tm, tlo, thi = median_spread(samples["tuned"])
