@@ -184,8 +184,7 @@ pub const CAPTURE_GLOBAL: c_int = 0;
 /// The driver, on device 0 with its primary context current.
 pub struct Gpu {
     pub cu: Driver,
-    nvrtc: Option<(Nvrtc, String)>,
-    nvrtc_error: String,
+    nvrtc: Result<(Nvrtc, String), String>, // the library and its name, or why none loaded
     pub name: String,
     pub arch: String,
     pub sms: u32,
@@ -227,16 +226,12 @@ impl Gpu {
             cu.ctx_set_current(ctx).map_err(fail)?;
         }
         let name = unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned();
-        let (nvrtc, nvrtc_error) = match load_nvrtc() {
-            Ok(n) => (Some(n), String::new()),
-            Err(e) => (None, e),
-        };
-        Ok(Gpu { cu, nvrtc, nvrtc_error, name, arch: format!("sm_{}{}", major, minor), sms: sms as u32 })
+        Ok(Gpu { cu, nvrtc: load_nvrtc(), name, arch: format!("sm_{}{}", major, minor), sms: sms as u32 })
     }
 
     /// Compiles code with NVRTC and loads the cubin.
     pub fn compile(&self, code: &str, name: &str, options: &[String]) -> Result<Handle, String> {
-        let (nv, lib) = self.nvrtc.as_ref().ok_or_else(|| format!("{}: cannot compile: {}", name, self.nvrtc_error))?;
+        let (nv, lib) = self.nvrtc.as_ref().map_err(|e| format!("{}: cannot compile: {}", name, e))?;
         let src = CString::new(code).map_err(|_| format!("{}: the source holds a NUL byte", name))?;
         let file = CString::new(name).map_err(|_| format!("{:?}: holds a NUL byte", name))?;
         let opts: Vec<CString> =
