@@ -386,41 +386,18 @@ impl Engine {
             cu.stream_create(&mut stream, cuda::STREAM_NON_BLOCKING)?;
             cu.begin_capture(stream, cuda::CAPTURE_GLOBAL)?;
         }
-        let (mut cur, mut n) = (0, 0);
-        let mut captured = Ok(());
-        'capture: for l in 0..layers.len() / LAYER.len() {
-            for (j, &s) in LAYER.iter().enumerate() {
-                let m = &ms[s];
-                captured = self.launch(
-                    &m.kernel,
-                    stream,
-                    pdl && m.choice.pdl_pays && n > 0,
-                    layers[l * LAYER.len() + j],
-                    act[cur],
-                    act[cur ^ 1],
-                    SHAPES[s].1,
-                    SHAPES[s].2,
-                );
-                if captured.is_err() {
-                    break 'capture;
-                }
-                cur ^= 1;
-                n += 1;
-            }
-        }
-        if captured.is_ok() {
-            let m = &ms[LM_HEAD];
-            captured = self.launch(
-                &m.kernel,
-                stream,
-                pdl && m.choice.pdl_pays,
-                m.packed,
-                act[cur],
-                act[cur ^ 1],
-                SHAPES[LM_HEAD].1,
-                SHAPES[LM_HEAD].2,
-            );
-        }
+        // Every layer's four matrices in turn, then the lm head; launch n
+        // reads act[n % 2] and writes the other.
+        let steps = layers
+            .iter()
+            .enumerate()
+            .map(|(i, &w)| (LAYER[i % LAYER.len()], w))
+            .chain(std::iter::once((LM_HEAD, ms[LM_HEAD].packed)));
+        let captured = steps.enumerate().try_for_each(|(n, (s, w))| {
+            let m = &ms[s];
+            let pdl_edge = pdl && m.choice.pdl_pays && n > 0;
+            self.launch(&m.kernel, stream, pdl_edge, w, act[n % 2], act[(n + 1) % 2], SHAPES[s].1, SHAPES[s].2)
+        });
         let result = unsafe {
             let ended = cu.end_capture(stream, &mut graph);
             captured.and(ended).and_then(|_| cu.graph_instantiate(&mut exec, graph, 0)).and_then(|_| {
