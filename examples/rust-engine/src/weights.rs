@@ -71,17 +71,14 @@ pub fn f16_bits(f: f32) -> u16 {
     if e >= 31 {
         return sign | 0x7bff;
     }
+    if e < -10 {
+        return sign;
+    }
     // The kept bits and how many low bits round away: 13 for a normal
     // half, more for a subnormal one (the implicit bit made explicit).
-    let (kept, shift) = if e > 0 {
-        (((e as u32) << 10) | (man >> 13), 13)
-    } else if e >= -10 {
-        let shift = (14 - e) as u32;
-        ((man | 0x80_0000) >> shift, shift)
-    } else {
-        return sign;
-    };
     let full = if e > 0 { man } else { man | 0x80_0000 };
+    let shift = if e > 0 { 13 } else { (14 - e) as u32 };
+    let kept = if e > 0 { ((e as u32) << 10) | (man >> 13) } else { full >> shift };
     let rest = full & ((1 << shift) - 1);
     let half = 1 << (shift - 1);
     let up = rest > half || (rest == half && kept & 1 == 1);
