@@ -52,6 +52,13 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+impl Error {
+    /// An error the crate finds itself, before or without a library call.
+    fn new(status: i32, message: String) -> Error {
+        Error { status, message, choice: None }
+    }
+}
+
 /// The result of a gemvtune call.
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -137,11 +144,7 @@ fn owned(p: *const c_char) -> String {
 }
 
 fn c_str(what: &str, s: &str) -> Result<CString> {
-    CString::new(s).map_err(|_| Error {
-        status: status::ARGUMENT,
-        message: format!("{}: {:?} holds a NUL byte", what, s),
-        choice: None,
-    })
+    CString::new(s).map_err(|_| Error::new(status::ARGUMENT, format!("{}: {:?} holds a NUL byte", what, s)))
 }
 
 /// Calls f with an error buffer and turns a non-OK status into an Error.
@@ -151,7 +154,7 @@ fn call<F: FnOnce(*mut c_char, usize) -> sys::gemvtune_status>(f: F) -> Result<(
     if st == 0 {
         return Ok(());
     }
-    Err(Error { status: st, message: owned(buf.as_ptr()), choice: None })
+    Err(Error::new(st, owned(buf.as_ptr())))
 }
 
 fn choice_of(c: &sys::gemvtune_choice) -> Choice {
@@ -228,11 +231,8 @@ impl Policy {
     /// cache gives stock everywhere instead of an error.
     pub fn open(cache: Option<&str>, continue_on_cache_error: bool) -> Result<Policy> {
         if abi_version() / 1000 != sys::ABI_MAJOR {
-            return Err(Error {
-                status: status::ARGUMENT,
-                message: format!("libgemvtune speaks ABI {}, this crate {}.x", abi_version(), sys::ABI_MAJOR),
-                choice: None,
-            });
+            let message = format!("libgemvtune speaks ABI {}, this crate {}.x", abi_version(), sys::ABI_MAJOR);
+            return Err(Error::new(status::ARGUMENT, message));
         }
         let path = match cache {
             Some(p) => Some(c_str("cache path", p)?),
@@ -354,11 +354,7 @@ pub fn repack(format: &str, layout: i32, raw: &[u8], rows: i64, cols: i64) -> Re
 pub fn reference(format: &str, raw: &[u8], x: &[f32], rows: i64, cols: i64) -> Result<Vec<f64>> {
     repack_size(format, 0, rows, cols)?; // the format and shape, checked before y is allocated
     if x.len() as i64 != cols {
-        return Err(Error {
-            status: status::BUFFER,
-            message: format!("x has {} values: want cols = {}", x.len(), cols),
-            choice: None,
-        });
+        return Err(Error::new(status::BUFFER, format!("x has {} values: want cols = {}", x.len(), cols)));
     }
     let f = c_str("format", format)?;
     let mut y = vec![0f64; rows as usize];
