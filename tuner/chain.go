@@ -29,6 +29,11 @@ type ChainStage struct {
 	// LaunchPDL is the stage's recorded launch mode
 	// (gemvtune.Choice.PDLPays).
 	LaunchPDL bool
+	// XBack says whose y the stage reads as its x: the stage that many
+	// places before it (0 counts as 1, the stage before), or the token's
+	// input x where that is before the first stage. A token run as a GGUF
+	// file lays it out reads one x in q, k and v (XBack 1, 2 and 3).
+	XBack int
 }
 
 // ChainOptions are how Chain runs the token.
@@ -297,7 +302,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			}
 		}
 	}
-	x0 := make([]float32, stages[0].Cols)
+	x0 := make([]float32, inputLen(stages))
 	rng := rand.New(rand.NewPCG(7, 11))
 	for i := range x0 {
 		x0[i] = float32(rng.Float64()*2 - 1)
@@ -439,13 +444,14 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			return err
 		}
 		for _, ds := range slices.Concat([][]chainDev{devs}, trialDevs) {
-			in := x
 			for i, st := range stages {
-				d := &ds[i]
+				d, in := &ds[i], x
+				if src := xSource(stages, i); src >= 0 {
+					in = ds[src].y
+				}
 				if d.args, err = gpu.NewArgs(d.w, in, d.y, int32(st.Rows), int32(st.Cols)); err != nil {
 					return err
 				}
-				in = d.y
 			}
 		}
 		s, err := c.NewStream()
@@ -579,19 +585,22 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		return res, fmt.Errorf("running the token: %w", err)
 	}
 	raw := func(st ChainStage) []byte { return raws[weightKey{st.Format, st.Rows, st.Cols, 0}] }
-	in := x0
+	// input is the x stage i read, given the token's outputs ys.
+	input := func(ys [][]float32, i int) []float32 {
+		if src := xSource(stages, i); src >= 0 {
+			return ys[src][:stages[i].Cols]
+		}
+		return x0[:stages[i].Cols]
+	}
 	for i, st := range stages {
 		if err := ctx.Err(); err != nil { // each check is a float64 GEMV on the CPU: stop between them
 			return res, err
 		}
-		e, err := checkStage(st, raw(st), in, ys[i])
+		e, err := checkStage(st, raw(st), input(ys, i), ys[i])
 		if err != nil {
 			return res, err
 		}
 		res.MaxRelErr = max(res.MaxRelErr, e)
-		if i+1 < len(stages) {
-			in = ys[i][:stages[i+1].Cols]
-		}
 	}
 	for _, pdlYs := range modeYs {
 		for i, st := range stages {
@@ -611,11 +620,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 			if err := ctx.Err(); err != nil {
 				return res, err
 			}
-			in := x0
-			if i > 0 {
-				in = tys[i-1][:st.Cols]
-			}
-			e, err := checkStage(st, raw(st), in, tys[i])
+			e, err := checkStage(st, raw(st), input(tys, i), tys[i])
 			if err != nil {
 				return res, fmt.Errorf("trial %d: %w", ti+1, err)
 			}
@@ -958,8 +963,8 @@ func captureAttribution(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []ch
 			return launchStage(c, s, stages, devs, i, chainMode{pdl: true})
 		}
 		in := x
-		if i > 0 {
-			in = devs[i-1].y
+		if src := xSource(stages, i); src >= 0 {
+			in = devs[src].y
 		}
 		if err := launchRead(c, s, fn, cfg, devs[i], out, in, 4*stages[i].Cols, devs[i].y, stages[i].Rows, i > 0, true, false); err != nil {
 			return fmt.Errorf("%s as a read: %w", stages[i].Name, err)
@@ -1046,7 +1051,7 @@ func runChain(c *gpu.Ctx, graph gpu.GraphExec, stages []ChainStage, devs []chain
 }
 
 // CheckChain checks that the stages form a chain: known formats, shapes
-// their variants can run, and each x no longer than the y before it.
+// their variants can run, and each x no longer than the y it is read from.
 func CheckChain(stages []ChainStage) error {
 	if len(stages) == 0 {
 		return errors.New("chain: no stages")
@@ -1059,11 +1064,32 @@ func CheckChain(stages []ChainStage) error {
 		if err := fam.Gate(st.Params, st.Rows, st.Cols); err != nil {
 			return fmt.Errorf("chain stage %s: %s cannot run %dx%d: %w", st.Name, st.Params.ID(), st.Rows, st.Cols, err)
 		}
-		if i > 0 && st.Cols > stages[i-1].Rows {
-			return fmt.Errorf("chain stage %s reads %d values of x, but %s writes only %d", st.Name, st.Cols, stages[i-1].Name, stages[i-1].Rows)
+		if st.XBack < 0 {
+			return fmt.Errorf("chain stage %s: XBack %d: want 0 or more stages back", st.Name, st.XBack)
+		}
+		if src := xSource(stages, i); src >= 0 && st.Cols > stages[src].Rows {
+			return fmt.Errorf("chain stage %s reads %d values of x, but %s writes only %d", st.Name, st.Cols, stages[src].Name, stages[src].Rows)
 		}
 	}
 	return nil
+}
+
+// xSource is the index of the stage whose y stage i reads as its x, or -1
+// for the token's input x.
+func xSource(stages []ChainStage, i int) int {
+	return max(i-max(stages[i].XBack, 1), -1)
+}
+
+// inputLen is the length of the token's input x: the longest x of the
+// stages that read it.
+func inputLen(stages []ChainStage) int {
+	n := 0
+	for i, st := range stages {
+		if xSource(stages, i) < 0 {
+			n = max(n, st.Cols)
+		}
+	}
+	return n
 }
 
 // chainWeightCache keeps chainWeights' results for the process: every

@@ -9,7 +9,9 @@ import (
 )
 
 // TestChainOnGPU runs a small decode chain of stock and repacked, staged
-// variants (each stage reading the output of the one before) plainly and,
+// variants (each stage reading the output of the one before, but for kv,
+// which reads the token's x as qkv does, and o, which reads qkv's output
+// past kv's: XBack) plainly and,
 // on sm_90 and newer, with PDL edges: every output is checked against its
 // float64 reference inside Chain, and the PDL graph's against those bits,
 // which a stage that read its x before the stage before had written it
@@ -24,9 +26,10 @@ func TestChainOnGPU(t *testing.T) {
 	ring, _ := space.Parse("r2f0u2s2w8l1")
 	stages := []ChainStage{
 		{Name: "qkv", Format: "q4_0", Rows: 6144, Cols: 4096, Params: space.Stock},
+		{Name: "kv", Format: "q4_0", Rows: 2048, Cols: 4096, Params: ring, XBack: 2},
 		// Recorded in PDL launch mode, with more shared memory than its
 		// launch's (one block per SM): the recorded graph mixes modes.
-		{Name: "o", Format: "q4_0", Rows: 4096, Cols: 4096, Params: ring, LaunchPDL: true, PDLShared: 116 << 10},
+		{Name: "o", Format: "q4_0", Rows: 4096, Cols: 4096, Params: ring, LaunchPDL: true, PDLShared: 116 << 10, XBack: 2},
 		{Name: "gate_up", Format: "q4_0", Rows: 28672, Cols: 4096, Params: ring},
 		{Name: "down", Format: "q4_0", Rows: 4096, Cols: 14336, Params: space.Stock},
 		{Name: "lm-head", Format: "q4_0", Rows: 32768, Cols: 4096, Params: ring},

@@ -23,11 +23,43 @@ func TestCheckChain(t *testing.T) {
 		{[]ChainStage{st("a", "q5_0", 4096, 4096)}, "unknown format"},
 		{[]ChainStage{st("a", "q4_K", 4096, 100)}, "cannot run 4096x100"},
 		{[]ChainStage{st("a", "q4_0", 8192, 4096), st("b", "q6_K", 4096, 8192)}, ""},
+		// q, k and v read the token's x, o reads q's y.
+		{[]ChainStage{st("q", "q4_K", 4096, 4096), back(st("k", "q4_K", 1024, 4096), 2), back(st("v", "q6_K", 1024, 4096), 3),
+			back(st("o", "q4_K", 4096, 4096), 3)}, ""},
+		{[]ChainStage{st("q", "q4_K", 4096, 4096), st("k", "q4_K", 1024, 4096), st("v", "q6_K", 1024, 4096)}, "v reads 4096 values of x, but k writes only 1024"},
+		{[]ChainStage{st("a", "q4_0", 1024, 4096), back(st("b", "q4_0", 4096, 4096), 2), back(st("c", "q4_0", 4096, 4096), 2)}, "c reads 4096 values of x, but a writes only 1024"},
+		{[]ChainStage{st("a", "q4_0", 4096, 4096), back(st("b", "q4_0", 4096, 4096), -1)}, "XBack -1"},
 	} {
 		err := CheckChain(tc.stages)
 		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("CheckChain: %v, want %q", err, tc.want)
 		}
+	}
+}
+
+// back sets a stage's XBack.
+func back(st ChainStage, n int) ChainStage {
+	st.XBack = n
+	return st
+}
+
+// xSource follows XBack, the token's x before the first stage; the token's
+// x is as long as the longest x read from it.
+func TestXSource(t *testing.T) {
+	st := func(cols, xBack int) ChainStage {
+		return ChainStage{Format: "q4_0", Rows: 4096, Cols: cols, Params: space.Stock, XBack: xBack}
+	}
+	stages := []ChainStage{st(4096, 0), st(2048, 2), st(4096, 1), st(4096, 3), st(4096, 9)}
+	for i, want := range []int{-1, -1, 1, 0, -1} {
+		if got := xSource(stages, i); got != want {
+			t.Errorf("xSource(%d) = %d, want %d", i, got, want)
+		}
+	}
+	if n := inputLen(stages); n != 4096 {
+		t.Errorf("inputLen = %d, want 4096", n)
+	}
+	if n := inputLen(stages[1:2]); n != 2048 {
+		t.Errorf("inputLen of one stage = %d, want its cols 2048", n)
 	}
 }
 
