@@ -1,9 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/gemvtune/gemvtune"
@@ -33,7 +36,8 @@ var chainChoices = []struct {
 // chainRun is what `bench --chain` was asked for.
 type chainRun struct {
 	model     string               // the preset whose token runs
-	formats   []string             // each runs its own token
+	gguf      string               // instead, the GGUF model file whose token runs, in its own formats
+	formats   []string             // each runs its own token (not with gguf)
 	cachePath string               // the cache whose choices are the tuned token's
 	ordinal   int                  // the GPU
 	compile   bool                 // the tuned choices from this build's source, not their cubins
@@ -46,9 +50,9 @@ type chainRun struct {
 // benchChain runs one token of run.model for every format, in every mode,
 // on GPU run.ordinal, and prints a row per (format, mode).
 func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) error {
-	p, err := presetByName(run.model)
+	token, what, err := chainToken(&run)
 	if err != nil {
-		return usagef("bench --chain: %v", err)
+		return err
 	}
 	gpus, err := chainGPUsFn()
 	if err != nil {
@@ -63,11 +67,10 @@ func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) err
 	if pol != nil && pol.CacheErr != nil {
 		fmt.Fprintf(stderr, "autotune: bench --chain: %v: the tuned rows run what lookups give without it (stock)\n", pol.CacheErr)
 	}
-	token := p.token()
 	if run.refine {
 		return refineTokens(ctx, pol, run, g, token, stdout, stderr)
 	}
-	fmt.Fprintf(stdout, "one token of %s (%d GEMVs) on GPU %d, %s\n", p.name, len(token), run.ordinal, g.Name)
+	fmt.Fprintf(stdout, "one token of %s on GPU %d, %s\n", what, run.ordinal, g.Name)
 	// Fixed widths, not a tabwriter: the rows are printed as each token
 	// finishes (seconds each), and they must line up with the header all
 	// the same.
@@ -138,6 +141,39 @@ func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) err
 	return nil
 }
 
+// chainToken is the token run asks for and how the table's first line
+// names it: --model's preset, in each of run.formats, or the GGUF file's
+// matrices in their own formats, for which it sets run.formats to the one
+// label the rows get (their format, or "mixed").
+func chainToken(run *chainRun) ([]tokenGEMV, string, error) {
+	if run.gguf == "" {
+		p, err := presetByName(run.model)
+		if err != nil {
+			return nil, "", usagef("bench --chain: %v", err)
+		}
+		token := p.token()
+		return token, fmt.Sprintf("%s (%d GEMVs)", p.name, len(token)), nil
+	}
+	token, err := ggufToken(run.gguf)
+	if err != nil {
+		return nil, "", err
+	}
+	count := map[string]int{}
+	for _, t := range token {
+		count[t.format]++
+	}
+	formats := slices.SortedFunc(maps.Keys(count), func(a, b string) int { return cmp.Compare(count[b], count[a]) })
+	parts := make([]string, len(formats))
+	for i, f := range formats {
+		parts[i] = fmt.Sprintf("%d %s", count[f], f)
+	}
+	run.formats = []string{"mixed"}
+	if len(formats) == 1 {
+		run.formats = formats
+	}
+	return token, fmt.Sprintf("%s (%d GEMVs: %s)", run.gguf, len(token), strings.Join(parts, ", ")), nil
+}
+
 // throttledNote explains the throttled column when a mode was.
 const throttledNote = "throttled: the share of a mode's timed batches after which NVML reported a clock-lowering reason " +
 	"(the software power cap, mostly), and the lowest SM clock then; such a mode's µs include lowered clocks"
@@ -158,16 +194,22 @@ func throttledCell(t tuner.ChainTiming) string {
 // attributionTable says, per shape of format's tuned token with PDL edges
 // (pdl), what the token took with that shape's GEMVs run as reads of
 // their bytes (tuner.ChainAttribution), and what those GEMVs cost beyond
-// the reads: per token, per GEMV, and their sum over the shapes.
+// the reads: per token, per GEMV, and their sum over the shapes. A token
+// of several formats (a GGUF file's) names each shape's format too.
 func attributionTable(format string, pdl tuner.ChainTiming, attr []tuner.ChainAttribution) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s, tuned, PDL (%.1f µs): each shape's GEMVs in turn run as a read of their bytes that waits, then reads its own x\n", format, pdl.MedianUS)
 	fmt.Fprintf(&b, attributionRow, "shape", "GEMVs", "MB/token", "µs/token", "95% CI µs", "GEMVs over reads µs", "per GEMV µs")
+	mixed := slices.ContainsFunc(attr, func(a tuner.ChainAttribution) bool { return a.Job.Format != attr[0].Job.Format })
 	total := 0.0
 	for _, a := range attr {
 		over := pdl.MedianUS - a.MedianUS
 		total += over
-		fmt.Fprintf(&b, attributionRow, a.Job.Shape(), fmt.Sprint(a.Stages), fmt.Sprintf("%.1f", float64(a.Bytes)/1e6), fmt.Sprintf("%.1f", a.MedianUS),
+		shape := a.Job.Shape()
+		if mixed {
+			shape = a.Job.Format + " " + shape
+		}
+		fmt.Fprintf(&b, attributionRow, shape, fmt.Sprint(a.Stages), fmt.Sprintf("%.1f", float64(a.Bytes)/1e6), fmt.Sprintf("%.1f", a.MedianUS),
 			fmt.Sprintf("%.1f–%.1f", a.LoUS, a.HiUS), fmt.Sprintf("%.1f", over), fmt.Sprintf("%.2f", over/float64(a.Stages)))
 	}
 	fmt.Fprintf(&b, "%s: every shape's GEMVs together %.1f µs over their reads, %.1f %% of the token", format, total, 100*total/pdl.MedianUS)
@@ -175,7 +217,7 @@ func attributionTable(format string, pdl tuner.ChainTiming, attr []tuner.ChainAt
 }
 
 // attributionRow is one line of attributionTable.
-const attributionRow = "%12s  %5s  %9s  %9s  %15s  %19s  %11s\n"
+const attributionRow = "%19s  %5s  %9s  %9s  %15s  %19s  %11s\n"
 
 // launchVerdict says how the tuned token of format should be launched,
 // from its timings without and with PDL edges (interleaved batches): the
@@ -227,15 +269,16 @@ func readVerdict(format string, tuned, reads []tuner.ChainModeTiming) (string, b
 // enough for the header and for every value a token can take.
 const chainRow = "%8s  %20s  %9s  %17s  %9s  %16s  %16s  %12s  %10s  %11s  %16s\n"
 
-// chainStages is the token's GEMVs in format with stock (v1) everywhere,
-// or with what the policy chooses for this GPU (its cubin when stored,
-// unless compile: then this build's source of the same variant).
+// chainStages is the token's GEMVs in format (each in its own where it has
+// one) with stock (v1) everywhere, or with what the policy chooses for this
+// GPU (its cubin when stored, unless compile: then this build's source of
+// the same variant).
 func chainStages(pol *gemvtune.Policy, arch, format string, token []tokenGEMV, tuned, compile bool) ([]tuner.ChainStage, error) {
 	var out []tuner.ChainStage
 	for _, t := range token {
-		st := tuner.ChainStage{Name: t.name, Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols, Params: space.Stock}
+		st := tuner.ChainStage{Name: t.name, Format: cmp.Or(t.format, format), Rows: t.shape.Rows, Cols: t.shape.Cols, Params: space.Stock, XBack: t.xBack}
 		if tuned && pol != nil {
-			c, err := pol.Lookup(arch, format, t.shape.Rows, t.shape.Cols)
+			c, err := pol.Lookup(arch, st.Format, t.shape.Rows, t.shape.Cols)
 			if err != nil {
 				return nil, err
 			}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -311,5 +312,102 @@ func TestReadVerdict(t *testing.T) {
 		if !slices.Contains(tuner.ChainReadModes(), name) {
 			t.Errorf("yardstick %q is not one of the chain's read modes %q", name, tuner.ChainReadModes())
 		}
+	}
+}
+
+// TestBenchChainGGUF: --chain --gguf runs the file's token once, each stage
+// in its tensor's format with the cache's choice for it, and labels its
+// rows by the formats it mixes.
+func TestBenchChainGGUF(t *testing.T) {
+	path := cacheWith(t, testRecord(t, "sm_90", "q4_K", 512, 256, "r1f0u1s1w8"))
+	file := filepath.Join(t.TempDir(), "Q4_K_M.gguf")
+	writeGGUF(t, file, llamaLike(ggmlQ4_K, ggmlQ6_K))
+	swap(t, &chainGPUsFn, func() ([]gpu.Info, error) {
+		return []gpu.Info{{Ordinal: 0, Name: "NVIDIA H200", Arch: gpu.Arch{Major: 9, Minor: 0}}}, nil
+	})
+	var runs [][]tuner.ChainStage
+	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
+		runs = append(runs, stages)
+		if err := tuner.CheckChain(stages); err != nil {
+			return tuner.ChainResult{}, err
+		}
+		return tuner.ChainResult{Stages: len(stages), Bytes: 1e6, CeilingGBs: 4400, ChainTiming: tuner.ChainTiming{MedianUS: 10, LoUS: 9, HiUS: 11}}, nil
+	})
+	var out, errw bytes.Buffer
+	if err := benchMain(context.Background(), []string{"--chain", "--gguf", file, "--cache", path}, &out, &errw); err != nil {
+		t.Fatalf("%v (%s)", err, errw.String())
+	}
+	if len(runs) != 2 {
+		t.Fatalf("%d chain runs, want 2 (stock and tuned)", len(runs))
+	}
+	tuned, _ := space.Parse("r1f0u1s1w8")
+	formats := map[string]int{}
+	for _, st := range runs[1] {
+		formats[st.Format]++
+		want := space.Stock
+		if st.Format == "q4_K" && st.Cols == 256 { // the record serves every q4_K shape of 256 columns (nearest)
+			want = tuned
+		}
+		if st.Params != want {
+			t.Errorf("tuned %s (%s %dx%d): %s, want %s", st.Name, st.Format, st.Rows, st.Cols, st.Params.ID(), want.ID())
+		}
+	}
+	if formats["q4_K"] != 12 || formats["q6_K"] != 3 || runs[1][2].XBack != 3 {
+		t.Errorf("tuned stages: formats %v, v's XBack %d", formats, runs[1][2].XBack)
+	}
+	for _, want := range []string{"one token of " + file + " (15 GEMVs: 12 q4_K, 3 q6_K) on GPU 0", "   mixed                 stock", "   mixed                 tuned"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	var u usageError
+	for _, args := range [][]string{{"--gguf", file}, {"--chain", "--gguf", file, "--model", "llama-3-8b"}, {"--chain", "--gguf", file, "--formats", "q4_K"},
+		{"--chain", "--gguf", file, "--cache", path, "--refine", "--try", "q4_0:256x256:r1f0u1s1w8"}} {
+		if err := benchMain(context.Background(), args, &out, &errw); !errors.As(err, &u) {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+	if err := benchMain(context.Background(), []string{"--chain", "--gguf", filepath.Join(t.TempDir(), "none.gguf")}, &out, &errw); err == nil || !strings.Contains(err.Error(), "none.gguf") {
+		t.Errorf("a missing file: %v", err)
+	}
+	// --refine --try runs the file's token with a variant at one of its
+	// (format, shape)s.
+	var alts []tuner.ChainVariant
+	swap(t, &refineFn, func(_ context.Context, _ int, stages []tuner.ChainStage, a []tuner.ChainVariant, _ tuner.RefineOptions) (tuner.Refinement, error) {
+		if len(stages) != 15 || stages[2].Format != "q6_K" {
+			t.Errorf("refined %d stages, v in %s", len(stages), stages[2].Format)
+		}
+		alts = a
+		return tuner.Refinement{Base: tuner.ChainTiming{MedianUS: 1450}}, nil
+	})
+	out.Reset()
+	if err := benchMain(context.Background(), []string{"--chain", "--gguf", file, "--cache", path, "--refine", "--try", "q6_K:256x512:r1f0u1s1w8"}, &out, &errw); err != nil {
+		t.Fatalf("--refine --try: %v (%s)", err, errw.String())
+	}
+	if len(alts) != 1 || alts[0].Format != "q6_K" || alts[0].Rows != 256 || alts[0].Cols != 512 || !strings.Contains(out.String(), "mixed, refine (PDL edges): the token as tuned 1450.0 µs") {
+		t.Errorf("alternatives %+v; output:\n%s", alts, out.String())
+	}
+}
+
+// A token of several formats names each attributed shape's format: a GGUF
+// file's q4_K and q6_K GEMVs of one shape are two rows.
+func TestAttributionTableMixed(t *testing.T) {
+	pdl := tuner.ChainTiming{MedianUS: 1450}
+	var attr []tuner.ChainAttribution
+	for _, f := range []string{"q4_K", "q6_K"} {
+		attr = append(attr, tuner.ChainAttribution{Job: tuner.Job{Format: f, Rows: 1024, Cols: 4096}, Stages: 16, Bytes: 1e6,
+			ChainTiming: tuner.ChainTiming{MedianUS: 1440}})
+	}
+	lines := strings.Split(strings.TrimSpace(attributionTable("mixed", pdl, attr)), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(strings.TrimSpace(lines[2]), "q4_K 1024x4096 ") || !strings.HasPrefix(strings.TrimSpace(lines[3]), "q6_K 1024x4096 ") {
+		t.Fatalf("table:\n%s", strings.Join(lines, "\n"))
+	}
+	for _, l := range lines[2:4] {
+		if utf8.RuneCountInString(l) != utf8.RuneCountInString(lines[1]) {
+			t.Errorf("row %q is not as wide as the header %q", l, lines[1])
+		}
+	}
+	if single := attributionTable("q4_K", pdl, attr[:1]); strings.Contains(single, "q4_K 1024x4096") {
+		t.Errorf("one format's table names it in every row:\n%s", single)
 	}
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	gguf "github.com/gpustack/gguf-parser-go"
@@ -45,36 +48,23 @@ func (m ggufModel) notTunedLines() []string {
 
 // readGGUF reads the tensor infos of the GGUF file at path (no weights) and
 // returns the (format, shape) pairs its weight matrices use. The token
-// embedding is skipped (it is gathered, not multiplied); output.weight, the
-// lm head, is kept. GGUF lists ne[0], the inner dimension, first: a tensor
-// with dimensions [ne0, ne1] is W = [rows ne1, cols ne0].
+// embedding is skipped (it is gathered, not multiplied) unless the file has
+// no output.weight: then it is the lm head too (tied embeddings) and kept,
+// as output.weight is. GGUF lists ne[0], the inner dimension, first: a
+// tensor with dimensions [ne0, ne1] is W = [rows ne1, cols ne0].
 func readGGUF(path string) (m ggufModel, err error) {
-	hf, fi, err := openRegular(path)
+	f, err := parseGGUF(path)
 	if err != nil {
-		return ggufModel{}, fmt.Errorf("--gguf %w", err)
-	}
-	err = checkGGUFHeader(hf, fi.Size())
-	hf.Close()
-	if err != nil {
-		return ggufModel{}, fmt.Errorf("--gguf %s: not a GGUF model autotune can read: %v", path, err)
-	}
-	defer func() {
-		// The parser panics on some malformed files (e.g. size overflow).
-		if r := recover(); r != nil {
-			m, err = ggufModel{}, ggufError(path, fmt.Errorf("%v", r))
-		}
-	}()
-	f, err := gguf.ParseGGUFFile(path, gguf.SkipLargeMetadata())
-	if err != nil {
-		return ggufModel{}, ggufError(path, err)
+		return ggufModel{}, err
 	}
 	m.NotTuned = map[string]int{}
 	if kv, ok := f.Header.MetadataKV.Get("general.architecture"); ok && kv.ValueType == gguf.GGUFMetadataValueTypeString {
 		m.Arch = kv.ValueString()
 	}
+	tied := !slices.ContainsFunc(f.TensorInfos, func(ti gguf.GGUFTensorInfo) bool { return ti.Name == "output.weight" })
 	index := map[string]int{} // format/shape → index in m.Pairs
 	for _, ti := range f.TensorInfos {
-		if ti.NDimensions != 2 || len(ti.Dimensions) != 2 || strings.HasPrefix(ti.Name, "token_embd") {
+		if ti.NDimensions != 2 || len(ti.Dimensions) != 2 || strings.HasPrefix(ti.Name, "token_embd") && !(tied && ti.Name == "token_embd.weight") {
 			continue
 		}
 		format, ok := ggmlFormat(ti.Type)
@@ -82,9 +72,9 @@ func readGGUF(path string) (m ggufModel, err error) {
 			m.NotTuned[ti.Type.String()]++
 			continue
 		}
-		sh := space.Shape{Rows: int(min(ti.Dimensions[1], uint64(space.MaxDim)+1)), Cols: int(min(ti.Dimensions[0], uint64(space.MaxDim)+1))}
-		if err := sh.Validate(); err != nil {
-			return ggufModel{}, ggufError(path, fmt.Errorf("tensor %s: %w", ti.Name, err))
+		sh, err := ggufShape(path, ti)
+		if err != nil {
+			return ggufModel{}, err
 		}
 		key := format + "/" + sh.String()
 		i, ok := index[key]
@@ -104,6 +94,163 @@ func readGGUF(path string) (m ggufModel, err error) {
 		return m, ggufError(path, errNoTunable(m))
 	}
 	return m, nil
+}
+
+// parseGGUF reads the header and tensor infos of the GGUF file at path (no
+// weights), after checking the header's counts and lengths against the
+// file's size.
+func parseGGUF(path string) (f *gguf.GGUFFile, err error) {
+	hf, fi, err := openRegular(path)
+	if err != nil {
+		return nil, fmt.Errorf("--gguf %w", err)
+	}
+	err = checkGGUFHeader(hf, fi.Size())
+	hf.Close()
+	if err != nil {
+		return nil, fmt.Errorf("--gguf %s: not a GGUF model autotune can read: %v", path, err)
+	}
+	defer func() {
+		// The parser panics on some malformed files (e.g. size overflow).
+		if r := recover(); r != nil {
+			f, err = nil, ggufError(path, fmt.Errorf("%v", r))
+		}
+	}()
+	if f, err = gguf.ParseGGUFFile(path, gguf.SkipLargeMetadata()); err != nil {
+		return nil, ggufError(path, err)
+	}
+	return f, nil
+}
+
+// ggufShape is the matrix W = [rows ne1, cols ne0] of a 2-D tensor.
+func ggufShape(path string, ti gguf.GGUFTensorInfo) (space.Shape, error) {
+	sh := space.Shape{Rows: int(min(ti.Dimensions[1], uint64(space.MaxDim)+1)), Cols: int(min(ti.Dimensions[0], uint64(space.MaxDim)+1))}
+	if err := sh.Validate(); err != nil {
+		return sh, ggufError(path, fmt.Errorf("tensor %s: %w", ti.Name, err))
+	}
+	return sh, nil
+}
+
+// ggufPart is one weight matrix of a transformer block and the parts whose
+// output it may read as x (ggufBlockParts).
+type ggufPart struct {
+	name  string
+	input []string
+}
+
+// ggufBlockParts are the weight matrices of a transformer block
+// ("blk.N.attn_q.weight") in the order an engine multiplies by them, each
+// with the earlier parts whose output it reads as x in a token (the first
+// the block has), none for the block's input: q, k and v (or a fused qkv)
+// read the block's input; the attention output projection reads q's
+// output, a stand-in of the same length for attention's; gate and up read
+// the projection's output (the residual stream, after its norm); down reads
+// up's (gate's where the block has no up).
+var ggufBlockParts = []ggufPart{
+	{"attn_q", nil}, {"attn_k", nil}, {"attn_v", nil}, {"attn_qkv", nil},
+	{"attn_output", []string{"attn_q", "attn_qkv"}},
+	{"ffn_gate", []string{"attn_output"}}, {"ffn_up", []string{"attn_output"}},
+	{"ffn_down", []string{"ffn_up", "ffn_gate"}},
+}
+
+// ggufToken is one decoded token's GEMVs of the GGUF model at path, as an
+// engine that runs the file's matrices one by one multiplies by them: each
+// block's parts in ggufBlockParts' order, blocks in index order, then the
+// lm head (output.weight, or token_embd.weight where the file ties the
+// two), each GEMV in its tensor's format. It fails, naming the tensor, on
+// a 2-D tensor it cannot place or whose type no family has a kernel for.
+func ggufToken(path string) ([]tokenGEMV, error) {
+	f, err := parseGGUF(path)
+	if err != nil {
+		return nil, err
+	}
+	type tensor struct {
+		tokenGEMV
+		part int // index in ggufBlockParts
+	}
+	blocks := map[int][]tensor{}
+	var head, embd *tokenGEMV
+	for _, ti := range f.TensorInfos {
+		if ti.NDimensions != 2 || len(ti.Dimensions) != 2 {
+			continue
+		}
+		name := strings.TrimSuffix(ti.Name, ".weight")
+		format, ok := ggmlFormat(ti.Type)
+		if !ok && name != "token_embd" {
+			return nil, ggufError(path, fmt.Errorf("tensor %s is %s, which no kernel family runs (the token needs every matrix; types with kernels: %s)",
+				ti.Name, ti.Type, strings.Join(variants.GGMLTypes(), ", ")))
+		}
+		sh, err := ggufShape(path, ti)
+		if err != nil {
+			return nil, err
+		}
+		t := tokenGEMV{name: name, shape: sh, format: format}
+		blk, part, inBlock := ggufBlockPart(name)
+		switch {
+		case name == "output":
+			head = &t
+		case name == "token_embd":
+			if ok {
+				embd = &t
+			}
+		case inBlock && part >= 0:
+			blocks[blk] = append(blocks[blk], tensor{t, part})
+		default:
+			return nil, ggufError(path, fmt.Errorf("tensor %s: a matrix the token cannot place (it places blk.N.{%s}, output and token_embd)", ti.Name, ggufPartNames()))
+		}
+	}
+	if head == nil {
+		head = embd
+	}
+	switch {
+	case len(blocks) == 0:
+		return nil, ggufError(path, errors.New("no transformer block matrices (blk.N.attn_q.weight, ...) to run a token of"))
+	case head == nil:
+		return nil, ggufError(path, errors.New("no lm head: neither output.weight nor a token_embd.weight of a type a family runs"))
+	}
+	var token []tokenGEMV
+	for _, b := range slices.Sorted(maps.Keys(blocks)) {
+		ts := blocks[b]
+		slices.SortStableFunc(ts, func(a, b tensor) int { return a.part - b.part })
+		input := len(token) - 1 // the block's input: the GEMV before it, -1 the token's x
+		at := map[string]int{}  // part → its GEMV's index in token
+		for _, t := range ts {
+			src := len(token) - 1
+			if in := ggufBlockParts[t.part].input; in == nil {
+				src = input
+			} else if i := slices.IndexFunc(in, func(n string) bool { _, ok := at[n]; return ok }); i >= 0 {
+				src = at[in[i]]
+			}
+			t.xBack = len(token) - src
+			at[ggufBlockParts[t.part].name] = len(token)
+			token = append(token, t.tokenGEMV)
+		}
+	}
+	head.name = "lm-head"
+	return append(token, *head), nil
+}
+
+// ggufBlockPart splits a block tensor's name ("blk.3.attn_q") into the
+// block's index and the part's index in ggufBlockParts (-1 for a part not
+// there); false for a name outside the blocks.
+func ggufBlockPart(name string) (blk, part int, ok bool) {
+	rest, ok := strings.CutPrefix(name, "blk.")
+	if !ok {
+		return 0, 0, false
+	}
+	index, partName, ok := strings.Cut(rest, ".")
+	if blk, err := strconv.Atoi(index); ok && err == nil && blk >= 0 {
+		return blk, slices.IndexFunc(ggufBlockParts, func(p ggufPart) bool { return p.name == partName }), true
+	}
+	return 0, 0, false
+}
+
+// ggufPartNames lists ggufBlockParts' names.
+func ggufPartNames() string {
+	names := make([]string, len(ggufBlockParts))
+	for i, p := range ggufBlockParts {
+		names[i] = p.name
+	}
+	return strings.Join(names, ", ")
 }
 
 // errNoTunable says that a file has no weight matrix of a supported type.

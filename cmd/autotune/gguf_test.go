@@ -2,12 +2,18 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/tuner"
 )
 
 // GGML type ids and their block geometry (ggml.h), for the test writer.
@@ -39,6 +45,14 @@ type testTensor struct {
 // writeGGUF writes a minimal GGUF v3 file: header, a few metadata pairs,
 // tensor infos and aligned, non-zero tensor data.
 func writeGGUF(t *testing.T, path string, tensors []testTensor) {
+	t.Helper()
+	writeGGUFFile(t, path, tensors, true)
+}
+
+// writeGGUFFile is writeGGUF, with the tensor data left out where data is
+// false: the file is extended to its full size without writing it (a
+// sparse file of zeros: the data is nothing autotune reads).
+func writeGGUFFile(t *testing.T, path string, tensors []testTensor, data bool) {
 	t.Helper()
 	const align = 32
 	var b bytes.Buffer
@@ -80,6 +94,15 @@ func writeGGUF(t *testing.T, path string, tensors []testTensor) {
 	}
 	for b.Len()%align != 0 {
 		b.WriteByte(0)
+	}
+	if !data {
+		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(path, int64(b.Len())+int64(offset)); err != nil {
+			t.Fatal(err)
+		}
+		return
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range tensors {
@@ -261,5 +284,158 @@ func TestGGUFFileTypes(t *testing.T) {
 				t.Errorf("resolveJobs: %d jobs for %d pairs, notes %q, err %v", len(jobs), len(m.Pairs), notes, err)
 			}
 		})
+	}
+}
+
+// TestGGUFToken: a file's token runs every block's matrices in an
+// engine's order, each in its tensor's format, q, k and v on the block's
+// input, the output projection on q's output, gate and up on its output,
+// down on up's, then the lm head (token_embd where the file ties it), and
+// the stages form a chain the tuner accepts.
+func TestGGUFToken(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "Q4_K_M.gguf")
+	writeGGUF(t, path, llamaLike(ggmlQ4_K, ggmlQ6_K))
+	token, err := ggufToken(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type want struct {
+		name, format string
+		rows, cols   int
+		xBack        int
+	}
+	var wants []want
+	for l, down := range []string{"q6_K", "q4_K"} { // llamaLike: layer 0's v and down in the mix type
+		blk := "blk." + string(rune('0'+l)) + "."
+		wants = append(wants, // q, k and v read the block's input: the token's x, then the down before
+			want{blk + "attn_q", "q4_K", 256, 256, 1},
+			want{blk + "attn_k", "q4_K", 64, 256, 2},
+			want{blk + "attn_v", down, 64, 256, 3},
+			want{blk + "attn_output", "q4_K", 256, 256, 3},
+			want{blk + "ffn_gate", "q4_K", 512, 256, 1},
+			want{blk + "ffn_up", "q4_K", 512, 256, 2},
+			want{blk + "ffn_down", down, 256, 512, 1})
+	}
+	wants = append(wants, want{"lm-head", "q6_K", 1000, 256, 0})
+	if len(token) != len(wants) {
+		t.Fatalf("%d GEMVs, want %d: %+v", len(token), len(wants), token)
+	}
+	for i, w := range wants {
+		g := token[i]
+		if got := (want{g.name, g.format, g.shape.Rows, g.shape.Cols, g.xBack}); got != w {
+			t.Errorf("GEMV %d: %+v, want %+v", i, got, w)
+		}
+	}
+	stages, err := chainStages(nil, "sm_90", "", token, false, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tuner.CheckChain(stages); err != nil {
+		t.Errorf("the token's stages: %v", err)
+	}
+
+	// Tied embeddings: without output.weight, token_embd is the lm head.
+	tied := slices.DeleteFunc(llamaLike(ggmlQ4_0, ggmlQ8_0), func(tt testTensor) bool { return tt.name == "output.weight" })
+	writeGGUF(t, path, tied)
+	if token, err = ggufToken(path); err != nil {
+		t.Fatal(err)
+	}
+	if h := token[len(token)-1]; h.name != "lm-head" || h.format != "q4_0" || h.shape != (space.Shape{Rows: 1000, Cols: 256}) {
+		t.Errorf("tied lm head: %+v", h)
+	}
+	// and --gguf tunes it.
+	m, err := readGGUF(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(m.Pairs, func(p ggufPair) bool {
+		return p.Format == "q4_0" && p.Shape == (space.Shape{Rows: 1000, Cols: 256}) && slices.Equal(p.Tensors, []string{"token_embd.weight"})
+	}) {
+		t.Errorf("tied lm head not tuned: %+v", m.Pairs)
+	}
+}
+
+// A file whose token cannot be laid out fails with one line naming the
+// file and the tensor.
+func TestGGUFTokenErrors(t *testing.T) {
+	dir := t.TempDir()
+	with := func(extra ...testTensor) []testTensor { return append(llamaLike(ggmlQ4_K, ggmlQ6_K), extra...) }
+	for _, tc := range []struct {
+		name    string
+		tensors []testTensor
+		want    string
+	}{
+		{"untyped", with(testTensor{"blk.1.attn_q_b.weight", ggmlQ4_K, []uint64{256, 256}}), "tensor blk.1.attn_q_b.weight: a matrix the token cannot place"},
+		{"router", with(testTensor{"blk.0.ffn_gate_inp.weight", ggmlF32, []uint64{256, 8}}), "tensor blk.0.ffn_gate_inp.weight is F32, which no kernel family runs"},
+		{"q2_K", []testTensor{{"blk.0.attn_q.weight", ggmlQ2_K, []uint64{256, 256}}, {"output.weight", ggmlQ8_0, []uint64{256, 1000}}},
+			"tensor blk.0.attn_q.weight is Q2_K, which no kernel family runs"},
+		{"top-level", with(testTensor{"cls.weight", ggmlQ8_0, []uint64{256, 2}}), "tensor cls.weight: a matrix the token cannot place"},
+		{"no blocks", []testTensor{{"output.weight", ggmlQ8_0, []uint64{256, 1000}}}, "no transformer block matrices"},
+		{"no head", slices.DeleteFunc(llamaLike(ggmlQ4_K, ggmlQ4_K), func(tt testTensor) bool { return tt.name == "output.weight" || tt.name == "token_embd.weight" }),
+			"no lm head: neither output.weight nor a token_embd.weight"},
+	} {
+		path := filepath.Join(dir, tc.name+".gguf")
+		writeGGUF(t, path, tc.tensors)
+		_, err := ggufToken(path)
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "--gguf "+path+": ") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v, want one line with %q", tc.name, err, tc.want)
+		}
+	}
+	if _, err := ggufToken(filepath.Join(dir, "missing.gguf")); err == nil || !strings.Contains(err.Error(), "missing.gguf") {
+		t.Errorf("a missing file: %v", err)
+	}
+}
+
+// llama3Q4KM is llama-3-8b's weight matrices as llama.cpp's Q4_K_M lays
+// them out: Q4_K but for attn_v and ffn_down in the first and last eighth
+// of the layers and every third between them, and the lm head, which are
+// Q6_K (llama-quant.cpp's use_more_bits).
+func llama3Q4KM() []testTensor {
+	const layers, hidden, kv, ffn, vocab = 32, 4096, 1024, 14336, 128256
+	ts := []testTensor{{"token_embd.weight", ggmlQ4_K, []uint64{hidden, vocab}}}
+	for l := range layers {
+		mix := uint32(ggmlQ4_K)
+		if l < layers/8 || l >= 7*layers/8 || (l-layers/8)%3 == 2 {
+			mix = ggmlQ6_K
+		}
+		blk := func(n string) string { return fmt.Sprintf("blk.%d.%s.weight", l, n) }
+		ts = append(ts,
+			testTensor{blk("attn_norm"), ggmlF32, []uint64{hidden}},
+			testTensor{blk("attn_q"), ggmlQ4_K, []uint64{hidden, hidden}},
+			testTensor{blk("attn_k"), ggmlQ4_K, []uint64{hidden, kv}},
+			testTensor{blk("attn_v"), mix, []uint64{hidden, kv}},
+			testTensor{blk("attn_output"), ggmlQ4_K, []uint64{hidden, hidden}},
+			testTensor{blk("ffn_norm"), ggmlF32, []uint64{hidden}},
+			testTensor{blk("ffn_gate"), ggmlQ4_K, []uint64{hidden, ffn}},
+			testTensor{blk("ffn_up"), ggmlQ4_K, []uint64{hidden, ffn}},
+			testTensor{blk("ffn_down"), mix, []uint64{ffn, hidden}})
+	}
+	return append(ts, testTensor{"output_norm.weight", ggmlF32, []uint64{hidden}}, testTensor{"output.weight", ggmlQ6_K, []uint64{hidden, vocab}})
+}
+
+// TestGGUFLlama3Q4KM: the token of a llama-3-8b Q4_K_M file, read from its
+// header alone (no weights), is 32 blocks of seven GEMVs and the lm head,
+// 16 blocks with Q6_K v and down; with $GEMV_WRITE_GGUF set to a folder the
+// header is left there (llama-3-8b-Q4_K_M.gguf) for `autotune --gguf` and
+// `autotune bench --chain --gguf` on a GPU machine.
+func TestGGUFLlama3Q4KM(t *testing.T) {
+	dir := cmp.Or(os.Getenv("GEMV_WRITE_GGUF"), t.TempDir())
+	path := filepath.Join(dir, "llama-3-8b-Q4_K_M.gguf")
+	writeGGUFFile(t, path, llama3Q4KM(), false)
+	token, err := ggufToken(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, g := range token {
+		n[g.format]++
+	}
+	if len(token) != 32*7+1 || n["q6_K"] != 2*16+1 || n["q4_K"] != 32*7-32 {
+		t.Errorf("%d GEMVs, formats %v", len(token), n)
+	}
+	m, err := readGGUF(path)
+	if err != nil || len(m.Pairs) != 7 {
+		t.Errorf("tuned pairs: %d (%v), want 7: q4_K and q6_K at 1024x4096 and 4096x14336, q4_K at 4096x4096 and 14336x4096, q6_K at 128256x4096", len(m.Pairs), err)
 	}
 }

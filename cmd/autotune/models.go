@@ -61,8 +61,10 @@ func (p modelPreset) matrices() []matrix {
 // tokenGEMV is one GEMV of a decoded token, in the order the token runs
 // them.
 type tokenGEMV struct {
-	name  string // "blk.3.qkv", "lm-head"
-	shape space.Shape
+	name   string // "blk.3.qkv", "lm-head"
+	shape  space.Shape
+	format string // its own format (a GGUF file's tensor); "": the run's
+	xBack  int    // whose output it reads as x (tuner.ChainStage.XBack); 0: the GEMV before
 }
 
 // token lists one decoded token's GEMVs as an engine with fused qkv and
@@ -75,12 +77,12 @@ func (p modelPreset) token() []tokenGEMV {
 	for l := 0; l < p.layers; l++ {
 		blk := fmt.Sprintf("blk.%d.", l)
 		out = append(out,
-			tokenGEMV{blk + "qkv", space.Shape{Rows: q + 2*kv, Cols: p.hidden}},
-			tokenGEMV{blk + "o", space.Shape{Rows: p.hidden, Cols: q}},
-			tokenGEMV{blk + "gate_up", space.Shape{Rows: 2 * p.inter, Cols: p.hidden}},
-			tokenGEMV{blk + "down", space.Shape{Rows: p.hidden, Cols: p.inter}})
+			tokenGEMV{name: blk + "qkv", shape: space.Shape{Rows: q + 2*kv, Cols: p.hidden}},
+			tokenGEMV{name: blk + "o", shape: space.Shape{Rows: p.hidden, Cols: q}},
+			tokenGEMV{name: blk + "gate_up", shape: space.Shape{Rows: 2 * p.inter, Cols: p.hidden}},
+			tokenGEMV{name: blk + "down", shape: space.Shape{Rows: p.hidden, Cols: p.inter}})
 	}
-	return append(out, tokenGEMV{"lm-head", space.Shape{Rows: p.vocab, Cols: p.hidden}})
+	return append(out, tokenGEMV{name: "lm-head", shape: space.Shape{Rows: p.vocab, Cols: p.hidden}})
 }
 
 // shapes returns the preset's distinct shapes in the order of matrices.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -78,26 +80,35 @@ func parseTries(list string, formats []string) ([]tuner.ChainVariant, error) {
 	return out, nil
 }
 
-// triesOf returns the tries of format; an error names a try whose shape
-// is not one of the token's stages.
-func triesOf(tries []tuner.ChainVariant, format string, stages []tuner.ChainStage) ([]tuner.ChainVariant, error) {
+// triesOf returns the tries that run at a stage of the token: of its
+// (format, shape)s.
+func triesOf(tries []tuner.ChainVariant, stages []tuner.ChainStage) []tuner.ChainVariant {
 	var out []tuner.ChainVariant
 	for _, v := range tries {
-		if v.Format != format {
+		if slices.ContainsFunc(stages, func(st tuner.ChainStage) bool { return st.Job() == v.Job() }) {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// checkTries fails, naming it, on a try that runs at a stage of none of
+// the tokens, with the shapes its format has in them.
+func checkTries(tries []tuner.ChainVariant, tokens [][]tuner.ChainStage) error {
+	all := slices.Concat(tokens...)
+	for _, v := range tries {
+		if len(triesOf([]tuner.ChainVariant{v}, all)) > 0 {
 			continue
 		}
-		if !slices.ContainsFunc(stages, func(st tuner.ChainStage) bool { return st.Job() == v.Job() }) {
-			var shapes []string
-			for _, st := range stages {
-				if s := fmt.Sprintf("%dx%d", st.Rows, st.Cols); !slices.Contains(shapes, s) {
-					shapes = append(shapes, s)
-				}
+		var shapes []string
+		for _, st := range all {
+			if s := fmt.Sprintf("%dx%d", st.Rows, st.Cols); st.Format == v.Format && !slices.Contains(shapes, s) {
+				shapes = append(shapes, s)
 			}
-			return nil, usagef("bench: --try %s:%dx%d: not a shape of the token; its shapes: %s", format, v.Rows, v.Cols, strings.Join(shapes, ", "))
 		}
-		out = append(out, v)
+		return usagef("bench: --try %s:%dx%d: not a shape of the token; its shapes: %s", v.Format, v.Rows, v.Cols, cmp.Or(strings.Join(shapes, ", "), "none in "+v.Format))
 	}
-	return out, nil
+	return nil
 }
 
 // refineToken times the tuned token of format with each alternative in
@@ -133,7 +144,7 @@ func refineToken(ctx context.Context, db *cache.DB, arch, model string, g gpu.In
 		if t.Faster {
 			verdict = "  faster"
 		}
-		fmt.Fprintf(stdout, refineRow, name, fmt.Sprintf("%dx%d", t.Variant.Rows, t.Variant.Cols), tuned, t.Variant.Params.ID(),
+		fmt.Fprintf(stdout, refineRow, name, fmt.Sprintf("%s %dx%d", t.Variant.Format, t.Variant.Rows, t.Variant.Cols), tuned, t.Variant.Params.ID(),
 			fmt.Sprintf("%.1f", t.MedianUS), fmt.Sprintf("%.1f–%.1f", t.LoUS, t.HiUS), fmt.Sprintf("%+.2f %%%s", 100*(t.MedianUS/r.Base.MedianUS-1), verdict))
 	}
 	if r.Together == nil {
@@ -151,7 +162,7 @@ func refineToken(ctx context.Context, db *cache.DB, arch, model string, g gpu.In
 }
 
 // refineRow is one line of the refine table.
-const refineRow = "  %-8s  %-11s  %-20s  %-20s  %9s  %17s  %s\n"
+const refineRow = "  %-11s  %-19s  %-20s  %-20s  %9s  %17s  %s\n"
 
 // stageOf names the stage role the variant runs ("qkv" of "blk.0.qkv")
 // and the tuned variant it replaces there.
@@ -164,11 +175,11 @@ func stageOf(stages []tuner.ChainStage, v tuner.ChainVariant) (name, tuned strin
 	return "?", "?"
 }
 
-// variantList is "28672x4096 r1f0…, 4096x14336 r2f0…".
+// variantList is "q4_0 28672x4096 r1f0…, q6_K 4096x14336 r2f0…".
 func variantList(vs []tuner.ChainVariant) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		parts[i] = fmt.Sprintf("%dx%d %s", v.Rows, v.Cols, v.Params.ID())
+		parts[i] = fmt.Sprintf("%s %dx%d %s", v.Format, v.Rows, v.Cols, v.Params.ID())
 	}
 	return strings.Join(parts, ", ")
 }
@@ -191,9 +202,10 @@ func refineTokens(ctx context.Context, pol *gemvtune.Policy, run chainRun, g gpu
 		if stages[i], err = chainStages(pol, arch, f, token, true, run.compile); err != nil {
 			return fmt.Errorf("bench --chain --refine %s: %w", f, err)
 		}
-		if tries[i], err = triesOf(run.tries, f, stages[i]); err != nil {
-			return err
-		}
+		tries[i] = triesOf(run.tries, stages[i])
+	}
+	if err := checkTries(run.tries, stages); err != nil {
+		return err
 	}
 	against := "the cache's other candidates"
 	if run.tries != nil {
@@ -215,57 +227,88 @@ func refineTokens(ctx context.Context, pol *gemvtune.Policy, run chainRun, g gpu
 // use a fake.
 var refineTunedFn = tuner.RefineRecords
 
-// refineTuned is tune --refine: for each of the run's GPU models (gpus)
-// and each format of jobs, the model preset's token of the cache's
-// choices, this run's and an earlier run's alike, is refined
-// (tuner.RefineRecords) on a GPU of that model, unless every record of
-// that token names it refined already (cache.Record.Refined). The choices
-// it changes are stored, and replaced in ds (this run's decisions, for the
+// refineGroup is one token tune --refine refines on one GPU model: a
+// model preset's in one format, or a GGUF file's in its own formats.
+type refineGroup struct {
+	gpu   localGPU
+	name  string      // the token's name, marked on its records (cache.Record.Refined)
+	label string      // what it is in messages: its format, or the file's name
+	token []tokenGEMV // every GEMV with its format
+}
+
+// refineGroups are the tokens tune --refine refines: --gguf's, else, for
+// every format of jobs, --model's (the default preset without one), each
+// on every GPU model of the run.
+func refineGroups(f tuneFlags, gpus []localGPU, jobs []tuner.Job) ([]refineGroup, error) {
+	type token struct {
+		name, label string
+		gemvs       []tokenGEMV
+	}
+	var tokens []token
+	if f.gguf != "" {
+		gemvs, err := ggufToken(f.gguf)
+		if err != nil {
+			return nil, err
+		}
+		base := filepath.Base(f.gguf)
+		tokens = append(tokens, token{"gguf:" + base, base, gemvs})
+	} else {
+		p, err := presetByName(cmp.Or(f.model, defaultModel))
+		if err != nil {
+			return nil, err
+		}
+		for _, format := range tuner.JobFormats(jobs) {
+			gemvs := p.token()
+			for i := range gemvs {
+				gemvs[i].format = format
+			}
+			tokens = append(tokens, token{p.name, format, gemvs})
+		}
+	}
+	var groups []refineGroup
+	for _, g := range gpus {
+		for _, t := range tokens {
+			groups = append(groups, refineGroup{gpu: g, name: t.name, label: t.label, token: t.gemvs})
+		}
+	}
+	return groups, nil
+}
+
+// refineTuned is tune --refine: each token of refineGroups, made of the
+// cache's choices (this run's and an earlier run's alike), is refined
+// (tuner.RefineRecords) on a GPU of its model, unless every record of that
+// token names it refined already (cache.Record.Refined). The choices it
+// changes are stored, and replaced in ds (this run's decisions, for the
 // table); a token whose rounds all finish has its records marked refined,
 // so that a run interrupted here resumes with the tokens it did not
-// finish. A format with a shape the cache holds no current record for is
+// finish. A token with a shape the cache holds no current record for is
 // skipped, and stderr says so. When a refinement fails or is interrupted,
-// the formats from it on are returned in unfinished.
+// the labels of the tokens from it on are returned in unfinished.
 func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, gpus []localGPU, jobs []tuner.Job, ds []tuner.Decision, stderr io.Writer) (unfinished []string, err error) {
-	name := f.model
-	if name == "" {
-		name = defaultModel
-	}
-	p, err := presetByName(name)
+	groups, err := refineGroups(f, gpus, jobs)
 	if err != nil {
 		return nil, err
 	}
-	token := p.token()
-	type group struct {
-		gpu    localGPU
-		format string
-	}
-	var groups []group
-	for _, g := range gpus {
-		for _, format := range tuner.JobFormats(jobs) {
-			groups = append(groups, group{g, format})
-		}
-	}
-	// unfinishedFrom is the formats of groups[i:], each once, when the
+	// unfinishedFrom is the labels of groups[i:], each once, when the
 	// refinement stops at group i.
 	unfinishedFrom := func(i int) []string {
-		var fs []string
+		var ls []string
 		for _, g := range groups[i:] {
-			if !slices.Contains(fs, g.format) {
-				fs = append(fs, g.format)
+			if !slices.Contains(ls, g.label) {
+				ls = append(ls, g.label)
 			}
 		}
-		return fs
+		return ls
 	}
 	for gi, g := range groups {
-		where := fmt.Sprintf("%s on %s", g.format, g.gpu.model)
-		recs, cubins, missing := tokenRecords(store, g.gpu, g.format, token)
+		where := fmt.Sprintf("%s on %s", g.label, g.gpu.model)
+		recs, cubins, missing := tokenRecords(store, g.gpu, g.token)
 		if missing != "" {
 			fmt.Fprintf(stderr, "autotune: refine %s: %s: not refined\n", where, missing)
 			continue
 		}
-		if !slices.ContainsFunc(recs, func(r cache.Record) bool { return !slices.Contains(r.Refined, p.name) }) {
-			fmt.Fprintf(stderr, "autotune: refine %s: refined in the %s token by an earlier run (--force tunes and refines it again)\n", where, p.name)
+		if !slices.ContainsFunc(recs, func(r cache.Record) bool { return !slices.Contains(r.Refined, g.name) }) {
+			fmt.Fprintf(stderr, "autotune: refine %s: refined in the %s token by an earlier run (--force tunes and refines it again)\n", where, g.name)
 			continue
 		}
 		arch, err := space.ParseArch(g.gpu.arch)
@@ -278,10 +321,10 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, gpus []local
 				label = fmt.Sprintf("%s (round %d)", where, round)
 				fmt.Fprintf(stderr, "autotune: refine %s: the token again, each shape's next-best candidates after the shapes round %d changed\n", label, round-1)
 			} else {
-				fmt.Fprintf(stderr, "autotune: refine %s: the %s token with each shape's next-best candidates\n", label, p.name)
+				fmt.Fprintf(stderr, "autotune: refine %s: the %s token with each shape's next-best candidates\n", label, g.name)
 			}
-			stages := recordStages(recs, cubins, token)
-			changed, ref, err := refineTunedFn(ctx, p.name, stages, recs, tuner.RefineOptions{PDL: arch.Major >= 9, WaitForLock: f.wait})
+			stages := recordStages(recs, cubins, g.token)
+			changed, ref, err := refineTunedFn(ctx, g.name, stages, recs, tuner.RefineOptions{PDL: arch.Major >= 9, WaitForLock: f.wait})
 			if err != nil {
 				return unfinishedFrom(gi), fmt.Errorf("refine %s: %w", label, err)
 			}
@@ -308,8 +351,8 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, gpus []local
 			keys[i] = r.Key
 		}
 		err = store.Amend(keys, func(r *cache.Record) {
-			if !slices.Contains(r.Refined, p.name) {
-				r.Refined = append(r.Refined, p.name)
+			if !slices.Contains(r.Refined, g.name) {
+				r.Refined = append(r.Refined, g.name)
 			}
 		})
 		if err != nil {
@@ -328,36 +371,35 @@ func refineTuned(ctx context.Context, f tuneFlags, store *cache.DB, gpus []local
 // reads, where the previous lease's refined o, beside an s=3 qkv, was 5.
 const refineRounds = 2
 
-// tokenRecords returns the cache's current record of each shape of the
-// token for format on GPU model g, in the token's order, and the cubins
-// of their winners by job; or, in missing, the first shape without one
-// and why.
-func tokenRecords(store *cache.DB, g localGPU, format string, token []tokenGEMV) (recs []cache.Record, cubins map[tuner.Job][]byte, missing string) {
-	fam, err := variants.FamilyOf(format)
-	if err != nil {
-		return nil, nil, err.Error()
-	}
+// tokenRecords returns the cache's current record of each (format, shape)
+// of the token on GPU model g, in the token's order, and the cubins of
+// their winners by job; or, in missing, the first without one and why.
+func tokenRecords(store *cache.DB, g localGPU, token []tokenGEMV) (recs []cache.Record, cubins map[tuner.Job][]byte, missing string) {
 	cubins = map[tuner.Job][]byte{}
 	seen := map[tuner.Job]bool{}
 	for _, t := range token {
-		j := tuner.Job{Format: format, Rows: t.shape.Rows, Cols: t.shape.Cols}
+		j := tuner.Job{Format: t.format, Rows: t.shape.Rows, Cols: t.shape.Cols}
 		if seen[j] {
 			continue
 		}
 		seen[j] = true
-		rec, err := store.Get(cache.Key{Arch: g.arch, Model: g.model, Format: format, Rows: j.Rows, Cols: j.Cols})
+		fam, err := variants.FamilyOf(t.format)
+		if err != nil {
+			return nil, nil, err.Error()
+		}
+		rec, err := store.Get(cache.Key{Arch: g.arch, Model: g.model, Format: j.Format, Rows: j.Rows, Cols: j.Cols})
 		switch {
 		case errors.Is(err, cache.ErrNotFound):
-			return nil, nil, fmt.Sprintf("%s is not in the cache", t.shape)
+			return nil, nil, fmt.Sprintf("%s %s is not in the cache", j.Format, t.shape)
 		case err != nil:
-			return nil, nil, fmt.Sprintf("%s's entry cannot be read (%v)", t.shape, err)
+			return nil, nil, fmt.Sprintf("%s %s's entry cannot be read (%v)", j.Format, t.shape, err)
 		}
 		if stale, why := rec.Stale(fam.SourceHash(), cache.ToolVersion); stale {
-			return nil, nil, fmt.Sprintf("%s's entry is stale (%s)", t.shape, why)
+			return nil, nil, fmt.Sprintf("%s %s's entry is stale (%s)", j.Format, t.shape, why)
 		}
 		if !rec.Params.IsStock() {
 			if cubins[j], err = store.Cubin(rec.CubinHash); err != nil {
-				return nil, nil, fmt.Sprintf("%s's winner %s: %v", t.shape, rec.WinnerID, err)
+				return nil, nil, fmt.Sprintf("%s %s's winner %s: %v", j.Format, t.shape, rec.WinnerID, err)
 			}
 		}
 		recs = append(recs, rec)
@@ -366,7 +408,7 @@ func tokenRecords(store *cache.DB, g localGPU, format string, token []tokenGEMV)
 }
 
 // recordStages is the token with each stage running the winner of the
-// record of its shape, from its cubin (stock from source).
+// record of its (format, shape), from its cubin (stock from source).
 func recordStages(recs []cache.Record, cubins map[tuner.Job][]byte, token []tokenGEMV) []tuner.ChainStage {
 	byJob := map[tuner.Job]cache.Record{}
 	for _, r := range recs {
@@ -374,9 +416,9 @@ func recordStages(recs []cache.Record, cubins map[tuner.Job][]byte, token []toke
 	}
 	var stages []tuner.ChainStage
 	for _, t := range token {
-		rec := byJob[tuner.Job{Format: recs[0].Format, Rows: t.shape.Rows, Cols: t.shape.Cols}]
+		rec := byJob[tuner.Job{Format: t.format, Rows: t.shape.Rows, Cols: t.shape.Cols}]
 		st := tuner.ChainStage{Name: t.name, Format: rec.Format, Rows: rec.Rows, Cols: rec.Cols, Params: rec.Params,
-			PDLShared: uint32(rec.PDLShared), LaunchPDL: rec.LaunchPDL}
+			PDLShared: uint32(rec.PDLShared), LaunchPDL: rec.LaunchPDL, XBack: t.xBack}
 		if !rec.Params.IsStock() {
 			st.Cubin = cubins[tuner.JobOf(rec.Key)]
 		}

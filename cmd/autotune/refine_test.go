@@ -49,8 +49,8 @@ func TestBenchChainRefine(t *testing.T) {
 		t.Fatalf("alternatives %+v", gotAlts)
 	}
 	for _, want := range []string{"q4_0, refine (PDL edges): the token as tuned 1168.4 µs (1167.6–1169.0), 82.2 % of the 4395 GB/s ceiling; alternatives: 1",
-		"o         4096x4096    r2f0u2s2w8l1          r1f0u2s1w8", "-0.72 %  faster",
-		"q4_0, refine: 4096x4096 r1f0u2s1w8 together: 1159.9 µs (1159.4–1160.3, 82.8 % of the ceiling) against 1168.1 (1167.5–1168.9) as tuned in a second run, -0.70 %: kept"} {
+		"o            q4_0 4096x4096       r2f0u2s2w8l1          r1f0u2s1w8", "-0.72 %  faster",
+		"q4_0, refine: q4_0 4096x4096 r1f0u2s1w8 together: 1159.9 µs (1159.4–1160.3, 82.8 % of the ceiling) against 1168.1 (1167.5–1168.9) as tuned in a second run, -0.70 %: kept"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -77,6 +77,21 @@ func chooseInToken(rec cache.Record, alt space.Params, model string) tuner.Refin
 func refinedOnce(v tuner.ChainVariant) tuner.Refinement {
 	with, base := tuner.ChainTiming{MedianUS: 1160}, tuner.ChainTiming{MedianUS: 1168}
 	return tuner.Refinement{Trials: make([]tuner.RefineTrial, 3), Tried: []tuner.ChainVariant{v}, Chosen: []tuner.ChainVariant{v}, Together: &with, BaseAgain: &base}
+}
+
+// sm90Records is every sm_90 record of the cache at db, which must hold n.
+func sm90Records(t *testing.T, db string, n int) []cache.Record {
+	t.Helper()
+	c, err := cache.Open(db, &cache.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	recs, err := c.All("sm_90")
+	if err != nil || len(recs) != n {
+		t.Fatalf("%d records (%v), want %d", len(recs), err, n)
+	}
+	return recs
 }
 
 // recordOf is the record of recs with the format and shape.
@@ -135,21 +150,13 @@ func TestTuneRefine(t *testing.T) {
 	if want := "autotune: refine q4_0 on fake-gpu (round 2): none of 3 alternatives made the token faster beyond the intervals (1160.0 µs)"; !strings.Contains(errw.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errw.String())
 	}
-	if want := "autotune: refine q4_0 on fake-gpu: kept 28672x4096 r2f3u2s0w8: 1160.0 against 1168.0 µs per token (-0.68 %)"; !strings.Contains(errw.String(), want) {
+	if want := "autotune: refine q4_0 on fake-gpu: kept q4_0 28672x4096 r2f3u2s0w8: 1160.0 against 1168.0 µs per token (-0.68 %)"; !strings.Contains(errw.String(), want) {
 		t.Errorf("stderr lacks %q:\n%s", want, errw.String())
 	}
 	if !strings.Contains(out.String(), "28672x4096   r2f3u2s0w8") || !strings.Contains(out.String(), "chosen in the llama-3-8b token") {
 		t.Errorf("table lacks the refined winner:\n%s", out.String())
 	}
-	c, err := cache.Open(db, &cache.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := c.All("sm_90")
-	c.Close()
-	if err != nil || len(recs) != 7 {
-		t.Fatalf("%d records (%v)", len(recs), err)
-	}
+	recs := sm90Records(t, db, 7)
 	for _, r := range recs {
 		inToken := r.Rows != 1024 && r.Rows != 14336 // the preset tunes k/v and a 14336-row shape the token does not run
 		if got := strings.Join(r.Refined, ","); inToken != (got == "llama-3-8b") {
@@ -174,6 +181,61 @@ func TestTuneRefine(t *testing.T) {
 		if _, err := parseTuneFlags(args); err == nil || !strings.Contains(err.Error(), "--refine") {
 			t.Errorf("%v: %v", args, err)
 		}
+	}
+}
+
+// tune --gguf FILE --refine refines the file's one token, its GEMVs in
+// their own formats and reading the x they read in it, stores what the
+// refinement chose and marks the records refined in the file's token.
+func TestTuneRefineGGUF(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "tune.db")
+	file := filepath.Join(t.TempDir(), "Q4_K_M.gguf")
+	writeGGUF(t, file, llamaLike(ggmlQ4_K, ggmlQ6_K))
+	swap(t, &runFn, (&fakeRun{}).run)
+	swap(t, &localGPUsFn, fakeGPUs)
+	alt := space.Params{R: 2, F: 3, U: 2, S: 0, W: 8} // fakeDecision's other variant
+	rounds := 0
+	swap(t, &refineTunedFn, func(_ context.Context, model string, stages []tuner.ChainStage, recs []cache.Record, o tuner.RefineOptions) ([]tuner.RefinedRecord, tuner.Refinement, error) {
+		if rounds++; rounds > 1 {
+			return nil, tuner.Refinement{Trials: make([]tuner.RefineTrial, 3), Base: tuner.ChainTiming{MedianUS: 1160}}, nil
+		}
+		formats := map[string]int{}
+		for _, st := range stages {
+			formats[st.Format]++
+		}
+		if model != "gguf:Q4_K_M.gguf" || len(stages) != 15 || formats["q6_K"] != 3 || len(recs) != 7 || stages[2].XBack != 3 || stages[2].Format != "q6_K" {
+			t.Errorf("model %q, %d stages (formats %v, v's XBack %d), %d records", model, len(stages), formats, stages[2].XBack, len(recs))
+		}
+		if err := tuner.CheckChain(stages); err != nil {
+			t.Error(err)
+		}
+		rec := recordOf(t, recs, "q6_K", 256, 512)
+		return []tuner.RefinedRecord{chooseInToken(rec, alt, model)}, refinedOnce(tuner.ChainVariant{Format: rec.Format, Rows: rec.Rows, Cols: rec.Cols, Params: alt}), nil
+	})
+	args := []string{"--arch", "sm_90", "--gguf", file, "--cache", db, "--refine"}
+	var out, errw bytes.Buffer
+	if err := tuneMain(context.Background(), args, &out, &errw); err != nil {
+		t.Fatalf("%v (%s)", err, errw.String())
+	}
+	if want := "autotune: refine Q4_K_M.gguf on fake-gpu: kept q6_K 256x512 r2f3u2s0w8"; rounds != 2 || !strings.Contains(errw.String(), want) {
+		t.Errorf("%d rounds; stderr lacks %q:\n%s", rounds, want, errw.String())
+	}
+	recs := sm90Records(t, db, 7)
+	for _, r := range recs {
+		if got := strings.Join(r.Refined, ","); got != "gguf:Q4_K_M.gguf" {
+			t.Errorf("%s marked refined in %q", r.Key, got)
+		}
+	}
+	if rec := recordOf(t, recs, "q6_K", 256, 512); rec.WinnerID != alt.ID() {
+		t.Errorf("q6_K 256x512 stored %s, want the refinement's %s", rec.WinnerID, alt.ID())
+	}
+	rounds = 0
+	errw.Reset()
+	if err := tuneMain(context.Background(), args, &out, &errw); err != nil {
+		t.Fatal(err)
+	}
+	if want := "refined in the gguf:Q4_K_M.gguf token by an earlier run"; rounds != 0 || !strings.Contains(errw.String(), want) {
+		t.Errorf("second run: %d rounds; stderr lacks %q:\n%s", rounds, want, errw.String())
 	}
 }
 
@@ -212,15 +274,7 @@ func TestTuneRefineInterrupted(t *testing.T) {
 	if got := strings.Join(refined, ", "); got != "q4_0, q4_0, q8_0" {
 		t.Errorf("refined %s, want q4_0's two rounds, then q8_0's interrupted one", got)
 	}
-	c, err := cache.Open(db, &cache.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs, err := c.All("sm_90")
-	c.Close()
-	if err != nil || len(recs) != 21 {
-		t.Fatalf("%d records saved (%v), want 21", len(recs), err)
-	}
+	recs := sm90Records(t, db, 21)
 	if rec := recordOf(t, recs, "q4_0", 28672, 4096); rec.WinnerID != alt.ID() || rec.Token == nil || rec.Refined == nil {
 		t.Errorf("q4_0's finished refinement not saved: %s %s, token %+v, refined %v", rec.Format, rec.WinnerID, rec.Token, rec.Refined)
 	}
@@ -291,7 +345,7 @@ func TestTuneRefineGroups(t *testing.T) {
 	if got := strings.Join(calls, "; "); got != "q4_0 on NVIDIA H200; q4_0 on NVIDIA H100 80GB HBM3" {
 		t.Errorf("refinements: %s", got)
 	}
-	if !strings.Contains(errw.String(), "autotune: refine q8_0 on h200: 128256x4096 is not in the cache: not refined") {
+	if !strings.Contains(errw.String(), "autotune: refine q8_0 on h200: q8_0 128256x4096 is not in the cache: not refined") {
 		t.Errorf("stderr: %s", errw.String())
 	}
 }

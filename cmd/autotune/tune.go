@@ -165,8 +165,8 @@ func parseTuneFlags(args []string) (tuneFlags, error) {
 		}
 	}
 	switch {
-	case f.refine && (f.shapes != "" || f.gguf != ""):
-		return f, usagef("--refine runs a model preset's token: use it with --model (or no shapes at all: %s)", defaultModel)
+	case f.refine && f.shapes != "":
+		return f, usagef("--refine runs a token: a model preset's (--model, or no shapes at all: %s) or a GGUF file's (--gguf), not --shapes", defaultModel)
 	case f.refine && f.shard != "":
 		return f, usagef("--refine needs every shape of the token in one run: not with --shard")
 	}
