@@ -24,7 +24,7 @@ func init() {
 const benchUsage = `usage: autotune bench [--arch sm_XY|auto] [--formats q4_0,...] [--shapes RxC,...] [--cache PATH] [--warm-l2]
        autotune bench --variants ID,... [--arch ...] [--formats ...] [--shapes ...] [--warm-l2]
        autotune bench --chain [--model NAME] [--formats ...] [--cache PATH] [--gpu N] [--compile] [--batch-tokens N] [--refine [--try F:RxC:ID,...] | --attribute]
-       autotune bench --chain --gguf FILE [--cache PATH] [--gpu N] [--compile] [--batch-tokens N] [--refine [--try F:RxC:ID,...] | --attribute]
+       autotune bench --chain --gguf FILE [--fuse] [--cache PATH] [--gpu N] [--compile] [--batch-tokens N] [--refine [--try F:RxC:ID,...] | --attribute]
 
 Measures, on the local GPUs, stock (v1) against the best variant, interleaved,
 and prints µs, GB/s and % of the read ceiling measured in the same run. The
@@ -49,7 +49,9 @@ With --chain --gguf FILE, the token is the model file's: every block's
 matrices one by one in the order an engine multiplies by them (q, k, v,
 the output projection, gate, up, down), each in its tensor's format, then
 the lm head; q, k and v read one x, as do gate and up (docs/tuner.md).
-Tune the file's shapes first: autotune --gguf FILE.
+With --fuse, each block's q, k and v run as one GEMV, and its gate and up,
+where they share a format and columns (an engine that concatenates them at
+load). Tune the file's shapes first: autotune --gguf FILE [--fuse].
 With --chain --refine, the tuned token instead runs with each of the
 cache's other candidates for a shape in place of its choice (the fastest
 few alone and the fastest of each staging form and grid share),
@@ -84,6 +86,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	chain := fs.Bool("chain", false, "time one decoded token's GEMVs in a graph (stock and tuned, without and with PDL, and as recorded)")
 	model := fs.String("model", defaultModel, "with --chain: the model preset whose token runs: "+strings.Join(presetNames(), ", "))
 	ggufPath := fs.String("gguf", "", "with --chain: run the token of this GGUF model file instead, its matrices in their own formats (no weights are read; not with --model or --formats)")
+	fuse := fs.Bool("fuse", false, "with --chain --gguf: run each block's q, k and v as one GEMV, and its gate and up, where they share a format and columns, as an engine that concatenates them at load does")
 	ordinal := fs.Int("gpu", 0, "with --chain: the GPU ordinal to run on")
 	compile := fs.Bool("compile", false, "with --chain: compile the tuned choices from this build's kernel source instead of running their stored cubins")
 	attribute := fs.Bool("attribute", false, "with --chain: also time the tuned token with each shape's GEMVs in turn replaced by a read of their bytes, and print what each shape's GEMVs cost beyond it (PDL edges, sm_90+)")
@@ -112,6 +115,8 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	switch {
 	case *ggufPath != "" && !*chain:
 		return usagef("bench: --gguf is for --chain (to tune a file's shapes: autotune --gguf FILE)")
+	case *fuse && *ggufPath == "":
+		return usagef("bench: --fuse is for --chain --gguf (a --model preset's token fuses already)")
 	case *ggufPath != "" && (set["model"] || set["formats"] || set["format"]):
 		return usagef("bench: --gguf runs the file's own matrices in their own formats: not with --model or --formats")
 	case *chain && *warm:
@@ -137,7 +142,7 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return benchVariants(ctx, *arch, fl, sl, *ids, *warm, stdout, stderr)
 	}
 	if *chain {
-		return benchChain(ctx, chainRun{model: *model, gguf: *ggufPath, formats: fl, cachePath: *cachePath, ordinal: *ordinal, compile: *compile, refine: *refine, tries: tries, attribute: *attribute,
+		return benchChain(ctx, chainRun{model: *model, gguf: *ggufPath, fuse: *fuse, formats: fl, cachePath: *cachePath, ordinal: *ordinal, compile: *compile, refine: *refine, tries: tries, attribute: *attribute,
 			batch: *batch},
 			stdout, stderr)
 	}

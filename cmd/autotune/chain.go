@@ -37,6 +37,7 @@ var chainChoices = []struct {
 type chainRun struct {
 	model     string               // the preset whose token runs
 	gguf      string               // instead, the GGUF model file whose token runs, in its own formats
+	fuse      bool                 // with gguf: q, k, v and gate, up fused where they can be (ggufToken)
 	formats   []string             // each runs its own token (not with gguf)
 	cachePath string               // the cache whose choices are the tuned token's
 	ordinal   int                  // the GPU
@@ -154,7 +155,7 @@ func chainToken(run *chainRun) ([]tokenGEMV, string, error) {
 		token := p.token()
 		return token, fmt.Sprintf("%s (%d GEMVs)", p.name, len(token)), nil
 	}
-	token, err := ggufToken(run.gguf)
+	token, err := ggufToken(run.gguf, run.fuse)
 	if err != nil {
 		return nil, "", err
 	}

@@ -362,13 +362,22 @@ func TestBenchChainGGUF(t *testing.T) {
 	}
 	var u usageError
 	for _, args := range [][]string{{"--gguf", file}, {"--chain", "--gguf", file, "--model", "llama-3-8b"}, {"--chain", "--gguf", file, "--formats", "q4_K"},
-		{"--chain", "--gguf", file, "--cache", path, "--refine", "--try", "q4_0:256x256:r1f0u1s1w8"}} {
+		{"--chain", "--gguf", file, "--cache", path, "--refine", "--try", "q4_0:256x256:r1f0u1s1w8"}, {"--chain", "--fuse"}} {
 		if err := benchMain(context.Background(), args, &out, &errw); !errors.As(err, &u) {
 			t.Errorf("%q: %v, want a usage error", args, err)
 		}
 	}
 	if err := benchMain(context.Background(), []string{"--chain", "--gguf", filepath.Join(t.TempDir(), "none.gguf")}, &out, &errw); err == nil || !strings.Contains(err.Error(), "none.gguf") {
 		t.Errorf("a missing file: %v", err)
+	}
+	// --fuse runs layer 1's q, k, v and both layers' gate, up as one GEMV each.
+	runs = nil
+	out.Reset()
+	if err := benchMain(context.Background(), []string{"--chain", "--gguf", file, "--fuse", "--cache", path}, &out, &errw); err != nil {
+		t.Fatalf("--fuse: %v (%s)", err, errw.String())
+	}
+	if len(runs) != 2 || len(runs[1]) != 11 || !strings.Contains(out.String(), "(11 GEMVs: 8 q4_K, 3 q6_K)") {
+		t.Errorf("--fuse: %d runs; output:\n%s", len(runs), out.String())
 	}
 	// --refine --try runs the file's token with a variant at one of its
 	// (format, shape)s.

@@ -12,6 +12,7 @@ import (
 	gguf "github.com/gpustack/gguf-parser-go"
 
 	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/tuner"
 	"github.com/gemvtune/gemvtune/variants"
 )
 
@@ -156,18 +157,17 @@ var ggufBlockParts = []ggufPart{
 // engine that runs the file's matrices one by one multiplies by them: each
 // block's parts in ggufBlockParts' order, blocks in index order, then the
 // lm head (output.weight, or token_embd.weight where the file ties the
-// two), each GEMV in its tensor's format. It fails, naming the tensor, on
-// a 2-D tensor it cannot place or whose type no family has a kernel for.
-func ggufToken(path string) ([]tokenGEMV, error) {
+// two), each GEMV in its tensor's format. With fuse, a block's q, k and v
+// are one GEMV of their rows where the three share a format and columns,
+// and its gate and up likewise (ggufFuse), as an engine that concatenates
+// them at load runs them. It fails, naming the tensor, on a 2-D tensor it
+// cannot place or whose type no family has a kernel for.
+func ggufToken(path string, fuse bool) ([]tokenGEMV, error) {
 	f, err := parseGGUF(path)
 	if err != nil {
 		return nil, err
 	}
-	type tensor struct {
-		tokenGEMV
-		part int // index in ggufBlockParts
-	}
-	blocks := map[int][]tensor{}
+	blocks := map[int][]ggufTensor{}
 	var head, embd *tokenGEMV
 	for _, ti := range f.TensorInfos {
 		if ti.NDimensions != 2 || len(ti.Dimensions) != 2 {
@@ -193,7 +193,7 @@ func ggufToken(path string) ([]tokenGEMV, error) {
 				embd = &t
 			}
 		case inBlock && part >= 0:
-			blocks[blk] = append(blocks[blk], tensor{t, part})
+			blocks[blk] = append(blocks[blk], ggufTensor{t, part})
 		default:
 			return nil, ggufError(path, fmt.Errorf("tensor %s: a matrix the token cannot place (it places blk.N.{%s}, output and token_embd)", ti.Name, ggufPartNames()))
 		}
@@ -210,7 +210,12 @@ func ggufToken(path string) ([]tokenGEMV, error) {
 	var token []tokenGEMV
 	for _, b := range slices.Sorted(maps.Keys(blocks)) {
 		ts := blocks[b]
-		slices.SortStableFunc(ts, func(a, b tensor) int { return a.part - b.part })
+		slices.SortStableFunc(ts, func(a, b ggufTensor) int { return a.part - b.part })
+		if fuse {
+			for _, fu := range ggufFusions {
+				ts = fuseParts(ts, b, fu.parts, fu.as)
+			}
+		}
 		input := len(token) - 1 // the block's input: the GEMV before it, -1 the token's x
 		at := map[string]int{}  // part → its GEMV's index in token
 		for _, t := range ts {
@@ -227,6 +232,54 @@ func ggufToken(path string) ([]tokenGEMV, error) {
 	}
 	head.name = "lm-head"
 	return append(token, *head), nil
+}
+
+// ggufFusions are the parts an engine may concatenate into one matrix of
+// their rows at load (they read one x), and the part the fused matrix
+// stands as: q, k and v as attn_qkv, gate and up as ffn_up (which down
+// reads; some files store the pair so already).
+var ggufFusions = []struct {
+	parts []string
+	as    string
+}{
+	{[]string{"attn_q", "attn_k", "attn_v"}, "attn_qkv"},
+	{[]string{"ffn_gate", "ffn_up"}, "ffn_up"},
+}
+
+// ggufTensor is a block's matrix in a token: its GEMV and its part's
+// index in ggufBlockParts.
+type ggufTensor struct {
+	tokenGEMV
+	part int
+}
+
+// fuseParts replaces, in a block's tensors ts (sorted by part), the given
+// parts with one GEMV of all their rows, named blk.N.<part+part...> and
+// standing as part as, when the block has each of them, in one format,
+// with the same columns; otherwise it returns ts as it was.
+func fuseParts(ts []ggufTensor, blk int, parts []string, as string) []ggufTensor {
+	var in, out []ggufTensor
+	for _, t := range ts {
+		if slices.Contains(parts, ggufBlockParts[t.part].name) {
+			in = append(in, t)
+		} else {
+			out = append(out, t)
+		}
+	}
+	if len(in) != len(parts) {
+		return ts
+	}
+	fused := ggufTensor{tokenGEMV{name: fmt.Sprintf("blk.%d.%s", blk, strings.Join(parts, "+")), shape: space.Shape{Cols: in[0].shape.Cols}, format: in[0].format},
+		slices.IndexFunc(ggufBlockParts, func(p ggufPart) bool { return p.name == as })}
+	for _, t := range in {
+		if t.format != fused.format || t.shape.Cols != fused.shape.Cols {
+			return ts
+		}
+		fused.shape.Rows += t.shape.Rows
+	}
+	out = append(out, fused)
+	slices.SortStableFunc(out, func(a, b ggufTensor) int { return a.part - b.part })
+	return out
 }
 
 // ggufBlockPart splits a block tensor's name ("blk.3.attn_q") into the
@@ -251,6 +304,29 @@ func ggufPartNames() string {
 		names[i] = p.name
 	}
 	return strings.Join(names, ", ")
+}
+
+// fusedJobs are the (format, shape) pairs of the GGUF file's token with
+// its matrices fused (ggufToken), in the order the token first runs them,
+// for the formats given; notes name those of other formats.
+func fusedJobs(path string, formats []string) (jobs []tuner.Job, notes []string, err error) {
+	token, err := ggufToken(path, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, t := range token {
+		j := tuner.Job{Format: t.format, Rows: t.shape.Rows, Cols: t.shape.Cols}
+		switch {
+		case slices.Contains(jobs, j):
+		case slices.Contains(formats, t.format):
+			jobs = append(jobs, j)
+		default:
+			if note := fmt.Sprintf("not tuned: %s %s (not in --formats)", t.format, t.shape); !slices.Contains(notes, note) {
+				notes = append(notes, note)
+			}
+		}
+	}
+	return jobs, notes, nil
 }
 
 // errNoTunable says that a file has no weight matrix of a supported type.

@@ -296,19 +296,15 @@ func TestGGUFToken(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "Q4_K_M.gguf")
 	writeGGUF(t, path, llamaLike(ggmlQ4_K, ggmlQ6_K))
-	token, err := ggufToken(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	type want struct {
 		name, format string
 		rows, cols   int
 		xBack        int
 	}
-	var wants []want
+	var plain []want
 	for l, down := range []string{"q6_K", "q4_K"} { // llamaLike: layer 0's v and down in the mix type
 		blk := "blk." + string(rune('0'+l)) + "."
-		wants = append(wants, // q, k and v read the block's input: the token's x, then the down before
+		plain = append(plain, // q, k and v read the block's input: the token's x, then the down before
 			want{blk + "attn_q", "q4_K", 256, 256, 1},
 			want{blk + "attn_k", "q4_K", 64, 256, 2},
 			want{blk + "attn_v", down, 64, 256, 3},
@@ -317,28 +313,50 @@ func TestGGUFToken(t *testing.T) {
 			want{blk + "ffn_up", "q4_K", 512, 256, 2},
 			want{blk + "ffn_down", down, 256, 512, 1})
 	}
-	wants = append(wants, want{"lm-head", "q6_K", 1000, 256, 0})
-	if len(token) != len(wants) {
-		t.Fatalf("%d GEMVs, want %d: %+v", len(token), len(wants), token)
+	plain = append(plain, want{"lm-head", "q6_K", 1000, 256, 0})
+	// Fused: layer 1's q, k and v (all q4_K) are one GEMV, layer 0's stay
+	// three (its v is q6_K); both layers' gate and up are one.
+	fused := []want{
+		{"blk.0.attn_q", "q4_K", 256, 256, 1}, {"blk.0.attn_k", "q4_K", 64, 256, 2}, {"blk.0.attn_v", "q6_K", 64, 256, 3},
+		{"blk.0.attn_output", "q4_K", 256, 256, 3}, {"blk.0.ffn_gate+ffn_up", "q4_K", 1024, 256, 1}, {"blk.0.ffn_down", "q6_K", 256, 512, 1},
+		{"blk.1.attn_q+attn_k+attn_v", "q4_K", 384, 256, 1}, {"blk.1.attn_output", "q4_K", 256, 256, 1},
+		{"blk.1.ffn_gate+ffn_up", "q4_K", 1024, 256, 1}, {"blk.1.ffn_down", "q4_K", 256, 512, 1}, {"lm-head", "q6_K", 1000, 256, 0},
 	}
-	for i, w := range wants {
-		g := token[i]
-		if got := (want{g.name, g.format, g.shape.Rows, g.shape.Cols, g.xBack}); got != w {
-			t.Errorf("GEMV %d: %+v, want %+v", i, got, w)
+	for _, tc := range []struct {
+		fuse  bool
+		wants []want
+	}{{false, plain}, {true, fused}} {
+		token, err := ggufToken(path, tc.fuse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(token) != len(tc.wants) {
+			t.Fatalf("fuse %v: %d GEMVs, want %d: %+v", tc.fuse, len(token), len(tc.wants), token)
+		}
+		for i, w := range tc.wants {
+			g := token[i]
+			if got := (want{g.name, g.format, g.shape.Rows, g.shape.Cols, g.xBack}); got != w {
+				t.Errorf("fuse %v, GEMV %d: %+v, want %+v", tc.fuse, i, got, w)
+			}
+		}
+		stages, err := chainStages(nil, "sm_90", "", token, false, false)
+		if err == nil {
+			err = tuner.CheckChain(stages)
+		}
+		if err != nil {
+			t.Errorf("fuse %v, the token's stages: %v", tc.fuse, err)
 		}
 	}
-	stages, err := chainStages(nil, "sm_90", "", token, false, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tuner.CheckChain(stages); err != nil {
-		t.Errorf("the token's stages: %v", err)
+	jobs, notes, err := fusedJobs(path, []string{"q4_K"})
+	if err != nil || len(jobs) != 5 || len(notes) != 3 || jobs[0] != (tuner.Job{Format: "q4_K", Rows: 256, Cols: 256}) {
+		t.Errorf("fused jobs %v, notes %q (%v): want q4_K's 5 pairs and 3 of q6_K noted", jobs, notes, err)
 	}
 
 	// Tied embeddings: without output.weight, token_embd is the lm head.
 	tied := slices.DeleteFunc(llamaLike(ggmlQ4_0, ggmlQ8_0), func(tt testTensor) bool { return tt.name == "output.weight" })
 	writeGGUF(t, path, tied)
-	if token, err = ggufToken(path); err != nil {
+	token, err := ggufToken(path, false)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if h := token[len(token)-1]; h.name != "lm-head" || h.format != "q4_0" || h.shape != (space.Shape{Rows: 1000, Cols: 256}) {
@@ -377,12 +395,12 @@ func TestGGUFTokenErrors(t *testing.T) {
 	} {
 		path := filepath.Join(dir, tc.name+".gguf")
 		writeGGUF(t, path, tc.tensors)
-		_, err := ggufToken(path)
+		_, err := ggufToken(path, false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.HasPrefix(err.Error(), "--gguf "+path+": ") || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%s: %v, want one line with %q", tc.name, err, tc.want)
 		}
 	}
-	if _, err := ggufToken(filepath.Join(dir, "missing.gguf")); err == nil || !strings.Contains(err.Error(), "missing.gguf") {
+	if _, err := ggufToken(filepath.Join(dir, "missing.gguf"), false); err == nil || !strings.Contains(err.Error(), "missing.gguf") {
 		t.Errorf("a missing file: %v", err)
 	}
 }
@@ -423,7 +441,7 @@ func TestGGUFLlama3Q4KM(t *testing.T) {
 	dir := cmp.Or(os.Getenv("GEMV_WRITE_GGUF"), t.TempDir())
 	path := filepath.Join(dir, "llama-3-8b-Q4_K_M.gguf")
 	writeGGUFFile(t, path, llama3Q4KM(), false)
-	token, err := ggufToken(path)
+	token, err := ggufToken(path, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -246,12 +246,15 @@ func refineGroups(f tuneFlags, gpus []localGPU, jobs []tuner.Job) ([]refineGroup
 	}
 	var tokens []token
 	if f.gguf != "" {
-		gemvs, err := ggufToken(f.gguf)
+		gemvs, err := ggufToken(f.gguf, f.fuse)
 		if err != nil {
 			return nil, err
 		}
-		base := filepath.Base(f.gguf)
-		tokens = append(tokens, token{"gguf:" + base, base, gemvs})
+		name, label := "gguf:"+filepath.Base(f.gguf), filepath.Base(f.gguf)
+		if f.fuse {
+			name, label = name+"+fused", label+" (fused)"
+		}
+		tokens = append(tokens, token{name, label, gemvs})
 	} else {
 		p, err := presetByName(cmp.Or(f.model, defaultModel))
 		if err != nil {

@@ -177,9 +177,16 @@ func TestTuneRefine(t *testing.T) {
 		t.Errorf("second run: %d rounds; stderr lacks %q:\n%s", rounds, want, errw.String())
 	}
 
-	for _, args := range [][]string{{"--shapes", "4096x4096", "--refine"}, {"--refine", "--shard", "0/2"}} {
-		if _, err := parseTuneFlags(args); err == nil || !strings.Contains(err.Error(), "--refine") {
-			t.Errorf("%v: %v", args, err)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--shapes", "4096x4096", "--refine"}, "--refine runs a token"},
+		{[]string{"--refine", "--shard", "0/2"}, "--refine needs every shape"},
+		{[]string{"--refine", "--fuse"}, "--fuse fuses a --gguf file's matrices"},
+	} {
+		if _, err := parseTuneFlags(tc.args); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
 		}
 	}
 }

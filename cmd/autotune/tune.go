@@ -60,11 +60,12 @@ type tuneFlags struct {
 	wait   bool
 	shard  string
 	refine bool
+	fuse   bool
 }
 
 const tuneUsage = `usage: autotune [--arch sm_XY|auto] [--model NAME | --shapes RxC,... | --gguf FILE]
                 [--formats q4_0,q8_0,...] [--cache PATH] [--budget N]
-                [--dry-run] [--json] [--force] [--wait] [--shard I/N] [--refine]
+                [--dry-run] [--json] [--force] [--wait] [--shard I/N] [--refine] [--fuse]
 
 Finds, for each local GPU, weight format and matrix shape, the fastest
 kernel variant that is correct and beats the stock kernel significantly,
@@ -91,6 +92,7 @@ func newTuneFlagSet(f *tuneFlags) *flag.FlagSet {
 	fs.StringVar(&f.model, "model", "", "tune the decode GEMV shapes of a model preset `NAME`: "+strings.Join(presetNames(), ", "))
 	fs.StringVar(&f.shapes, "shapes", "", "tune these comma-separated `shapes` ROWSxCOLS, e.g. 4096x14336,1024x4096")
 	fs.StringVar(&f.gguf, "gguf", "", "tune exactly the (format, shape) pairs of the weight matrices in GGUF `FILE` (no weights are read)")
+	fs.BoolVar(&f.fuse, "fuse", false, "with --gguf: the pairs of the file's token with each block's q, k, v and its gate, up fused where they share a format and columns, as an engine that concatenates them at load runs them (and --refine refines that token)")
 	fs.StringVar(&f.formats, "formats", "", "comma-separated `formats` to tune (default all: "+strings.Join(variants.FormatNames, ",")+")")
 	fs.StringVar(&f.formats, "format", "", "the same as --formats")
 	fs.StringVar(&f.shapes, "shape", "", "the same as --shapes")
@@ -165,6 +167,8 @@ func parseTuneFlags(args []string) (tuneFlags, error) {
 		}
 	}
 	switch {
+	case f.fuse && f.gguf == "":
+		return f, usagef("--fuse fuses a --gguf file's matrices (a --model preset tunes the fused shapes already)")
 	case f.refine && f.shapes != "":
 		return f, usagef("--refine runs a token: a model preset's (--model, or no shapes at all: %s) or a GGUF file's (--gguf), not --shapes", defaultModel)
 	case f.refine && f.shard != "":
@@ -401,6 +405,9 @@ func resolveJobs(f tuneFlags) (jobs []tuner.Job, notes []string, err error) {
 	formats, err := parseFormats(f.formats)
 	if err != nil {
 		return nil, nil, err
+	}
+	if f.gguf != "" && f.fuse {
+		return fusedJobs(f.gguf, formats)
 	}
 	if f.gguf != "" {
 		m, err := readGGUF(f.gguf)
