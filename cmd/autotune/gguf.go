@@ -159,7 +159,7 @@ var ggufBlockParts = []ggufPart{
 // lm head (output.weight, or token_embd.weight where the file ties the
 // two), each GEMV in its tensor's format. With fuse, a block's q, k and v
 // are one GEMV of their rows where the three share a format and columns,
-// and its gate and up likewise (ggufFuse), as an engine that concatenates
+// and its gate and up likewise (ggufFusions), as an engine that concatenates
 // them at load runs them. It fails, naming the tensor, on a 2-D tensor it
 // cannot place or whose type no family has a kernel for.
 func ggufToken(path string, fuse bool) ([]tokenGEMV, error) {
@@ -270,7 +270,7 @@ func fuseParts(ts []ggufTensor, blk int, parts []string, as string) []ggufTensor
 		return ts
 	}
 	fused := ggufTensor{tokenGEMV{name: fmt.Sprintf("blk.%d.%s", blk, strings.Join(parts, "+")), shape: space.Shape{Cols: in[0].shape.Cols}, format: in[0].format},
-		slices.IndexFunc(ggufBlockParts, func(p ggufPart) bool { return p.name == as })}
+		ggufPartIndex(as)}
 	for _, t := range in {
 		if t.format != fused.format || t.shape.Cols != fused.shape.Cols {
 			return ts
@@ -292,9 +292,15 @@ func ggufBlockPart(name string) (blk, part int, ok bool) {
 	}
 	index, partName, ok := strings.Cut(rest, ".")
 	if blk, err := strconv.Atoi(index); ok && err == nil && blk >= 0 {
-		return blk, slices.IndexFunc(ggufBlockParts, func(p ggufPart) bool { return p.name == partName }), true
+		return blk, ggufPartIndex(partName), true
 	}
 	return 0, 0, false
+}
+
+// ggufPartIndex is the index of the part named name in ggufBlockParts,
+// -1 for none.
+func ggufPartIndex(name string) int {
+	return slices.IndexFunc(ggufBlockParts, func(p ggufPart) bool { return p.name == name })
 }
 
 // ggufPartNames lists ggufBlockParts' names.

@@ -80,12 +80,18 @@ func parseTries(list string, formats []string) ([]tuner.ChainVariant, error) {
 	return out, nil
 }
 
-// triesOf returns the tries that run at a stage of the token: of its
+// runsAt says whether v runs at a stage of stages: at one of their
 // (format, shape)s.
+func runsAt(v tuner.ChainVariant, stages []tuner.ChainStage) bool {
+	return slices.ContainsFunc(stages, func(st tuner.ChainStage) bool { return st.Job() == v.Job() })
+}
+
+// triesOf returns the tries that run at a stage of the token; nil for
+// none.
 func triesOf(tries []tuner.ChainVariant, stages []tuner.ChainStage) []tuner.ChainVariant {
 	var out []tuner.ChainVariant
 	for _, v := range tries {
-		if slices.ContainsFunc(stages, func(st tuner.ChainStage) bool { return st.Job() == v.Job() }) {
+		if runsAt(v, stages) {
 			out = append(out, v)
 		}
 	}
@@ -97,7 +103,7 @@ func triesOf(tries []tuner.ChainVariant, stages []tuner.ChainStage) []tuner.Chai
 func checkTries(tries []tuner.ChainVariant, tokens [][]tuner.ChainStage) error {
 	all := slices.Concat(tokens...)
 	for _, v := range tries {
-		if len(triesOf([]tuner.ChainVariant{v}, all)) > 0 {
+		if runsAt(v, all) {
 			continue
 		}
 		var shapes []string

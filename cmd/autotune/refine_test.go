@@ -168,14 +168,7 @@ func TestTuneRefine(t *testing.T) {
 		t.Fatalf("stored %s, token %+v", rec.WinnerID, rec.Token)
 	}
 
-	rounds = 0
-	errw.Reset()
-	if err := tuneMain(context.Background(), args, &out, &errw); err != nil {
-		t.Fatal(err)
-	}
-	if want := "autotune: refine q4_0 on fake-gpu: refined in the llama-3-8b token by an earlier run (--force tunes and refines it again)"; rounds != 0 || !strings.Contains(errw.String(), want) {
-		t.Errorf("second run: %d rounds; stderr lacks %q:\n%s", rounds, want, errw.String())
-	}
+	rerunSkipsRefined(t, args, &rounds, "autotune: refine q4_0 on fake-gpu: refined in the llama-3-8b token by an earlier run (--force tunes and refines it again)")
 
 	for _, tc := range []struct {
 		args []string
@@ -236,13 +229,21 @@ func TestTuneRefineGGUF(t *testing.T) {
 	if rec := recordOf(t, recs, "q6_K", 256, 512); rec.WinnerID != alt.ID() {
 		t.Errorf("q6_K 256x512 stored %s, want the refinement's %s", rec.WinnerID, alt.ID())
 	}
-	rounds = 0
-	errw.Reset()
+	rerunSkipsRefined(t, args, &rounds, "refined in the gguf:Q4_K_M.gguf token by an earlier run")
+}
+
+// rerunSkipsRefined runs tune with args again, on a cache whose tokens
+// are refined, and checks that it refines nothing (*rounds, which the
+// fake refinement counts, stays 0) and says want on stderr.
+func rerunSkipsRefined(t *testing.T, args []string, rounds *int, want string) {
+	t.Helper()
+	*rounds = 0
+	var out, errw bytes.Buffer
 	if err := tuneMain(context.Background(), args, &out, &errw); err != nil {
 		t.Fatal(err)
 	}
-	if want := "refined in the gguf:Q4_K_M.gguf token by an earlier run"; rounds != 0 || !strings.Contains(errw.String(), want) {
-		t.Errorf("second run: %d rounds; stderr lacks %q:\n%s", rounds, want, errw.String())
+	if *rounds != 0 || !strings.Contains(errw.String(), want) {
+		t.Errorf("second run: %d rounds; stderr lacks %q:\n%s", *rounds, want, errw.String())
 	}
 }
 
