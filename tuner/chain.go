@@ -147,6 +147,20 @@ type ChainResult struct {
 	// against its float64 reference (the stage's own input x).
 	MaxRelErr float64
 	GPUName   string
+	// Spills are the variants the chain compiled from this build's source
+	// (ChainStage.Cubin or ChainVariant.Cubin nil) whose kernels spill, in
+	// the order loaded: the tuner prunes such variants, so a token that
+	// runs one after a source change times the spill with it.
+	Spills []ChainSpill
+}
+
+// ChainSpill is a variant compiled for a chain whose kernel spills
+// registers to local memory (ptxas -v).
+type ChainSpill struct {
+	Format     string
+	Params     space.Params
+	Registers  int
+	SpillBytes int // spill stores per thread
 }
 
 // ChainAttribution is the token with PDL edges with every stage of one
@@ -435,6 +449,7 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		trialDevs[ti] = td
 		res.TrialVariants = append(res.TrialVariants, run)
 	}
+	res.Spills = mods.spills
 	err = dev.Do(func(c *gpu.Ctx) error {
 		var err error
 		if x, err = c.Alloc(4 * len(x0)); err != nil {
@@ -776,6 +791,7 @@ type chainModules struct {
 	fns    map[chainVariantKey]gpu.Function
 	shared map[chainVariantKey]int    // the dynamic shared memory limit set per function
 	cubins map[chainVariantKey][]byte // what each was loaded from
+	spills []ChainSpill               // those compiled here that spill
 }
 
 // load returns the variant's kernel, loading it on first use, with its
@@ -789,8 +805,12 @@ func (m *chainModules) load(dev *gpu.Device, format string, p space.Params, cubi
 		if err != nil {
 			return 0, err
 		}
-		if cubin, _, err = m.nv.Compile(src, format+".cu", m.arch); err != nil {
+		var log string
+		if cubin, log, err = m.nv.Compile(src, format+".cu", m.arch, compileOptions(m.nv.Version)...); err != nil {
 			return 0, fmt.Errorf("compiling %s: %w", p.ID(), err)
+		}
+		if regs, spills := parsePtxasLog(log); spills > 0 {
+			m.spills = append(m.spills, ChainSpill{Format: format, Params: p, Registers: regs, SpillBytes: spills})
 		}
 	}
 	var fn gpu.Function

@@ -15,9 +15,10 @@ import (
 // on sm_90 and newer, with PDL edges: every output is checked against its
 // float64 reference inside Chain, and the PDL graph's against those bits,
 // which a stage that read its x before the stage before had written it
-// would not give. Two trials run other variants in place of some stages:
-// one in another layout (its own copy of the weights), one for two shapes
-// at once; their stages are checked against the reference too. With PDL
+// would not give. Three trials run other variants in place of some
+// stages: one in another layout (its own copy of the weights), one for two
+// shapes at once, one that spills (ChainResult.Spills names it, and only
+// it); their stages are checked against the reference too. With PDL
 // edges each shape's stage also runs as a read of its bytes
 // (ChainOptions.Attribute), one timing per shape.
 func TestChainOnGPU(t *testing.T) {
@@ -40,9 +41,14 @@ func TestChainOnGPU(t *testing.T) {
 	if pdl {
 		bulk, _ = space.Parse("r1f0u2s3w8l2")
 	}
+	// Eight rows of eight chunks in flight under a 32-register cap (four
+	// blocks of 512 threads per SM): a kernel that spills, which the
+	// result must name.
+	spiller, _ := space.Parse("r8f4u8s1w16")
 	trials := []ChainTrial{
 		{Variants: []ChainVariant{{Format: "q4_0", Rows: 28672, Cols: 4096, Params: other}}},
 		{Variants: []ChainVariant{{Format: "q4_0", Rows: 4096, Cols: 4096, Params: bulk}, {Format: "q4_0", Rows: 4096, Cols: 14336, Params: other}}},
+		{Variants: []ChainVariant{{Format: "q4_0", Rows: 4096, Cols: 4096, Params: spiller}}},
 	}
 	r, err := Chain(context.Background(), 0, stages, ChainOptions{PDL: pdl, Recorded: pdl, Reads: true, Attribute: true, Trials: trials, Samples: 5})
 	if err != nil {
@@ -51,6 +57,10 @@ func TestChainOnGPU(t *testing.T) {
 	if len(r.Trials) != len(trials) {
 		t.Fatalf("%d trial timings, want %d", len(r.Trials), len(trials))
 	}
+	if len(r.Spills) != 1 || r.Spills[0].Params != spiller || r.Spills[0].Format != "q4_0" || r.Spills[0].SpillBytes <= 0 || r.Spills[0].Registers > 32 {
+		t.Fatalf("spills %+v, want only %s's, at 32 registers or fewer", r.Spills, spiller.ID())
+	}
+	t.Logf("%s spills %d bytes at %d registers", spiller.ID(), r.Spills[0].SpillBytes, r.Spills[0].Registers)
 	for i, tr := range r.Trials {
 		if tr.MedianUS <= 0 {
 			t.Fatalf("trial %d: %+v", i+1, tr)

@@ -120,6 +120,9 @@ func benchChain(ctx context.Context, run chainRun, stdout, stderr io.Writer) err
 			if !ch.tuned {
 				continue
 			}
+			for _, sp := range r.Spills {
+				verdicts = append(verdicts, spillNote(sp))
+			}
 			if r.PDL != nil {
 				verdicts = append(verdicts, launchVerdict(f, r.ChainTiming, *r.PDL))
 			}
@@ -219,6 +222,14 @@ func attributionTable(format string, pdl tuner.ChainTiming, attr []tuner.ChainAt
 
 // attributionRow is one line of attributionTable.
 const attributionRow = "%19s  %5s  %9s  %9s  %15s  %19s  %11s\n"
+
+// spillNote says that a kernel the token ran, compiled from this build's
+// source, spills: the tuner never chooses such a variant, so the rows that
+// ran it time the spill too.
+func spillNote(sp tuner.ChainSpill) string {
+	return fmt.Sprintf("%s %s: this build's kernel spills %d bytes at %d registers (ptxas), a variant the tuner prunes; the rows that ran it include the spill",
+		sp.Format, sp.Params.ID(), sp.SpillBytes, sp.Registers)
+}
 
 // launchVerdict says how the tuned token of format should be launched,
 // from its timings without and with PDL edges (interleaved batches): the

@@ -153,15 +153,18 @@ func TestBenchChainCompile(t *testing.T) {
 	})
 	tuned := 0
 	swap(t, &chainFn, func(ctx context.Context, ordinal int, stages []tuner.ChainStage, opts tuner.ChainOptions) (tuner.ChainResult, error) {
+		r := tuner.ChainResult{Stages: len(stages), ChainTiming: tuner.ChainTiming{MedianUS: 1100, LoUS: 1090, HiUS: 1110}}
 		for _, st := range stages {
 			if st.Cubin != nil {
 				t.Errorf("%s: a stored cubin under --compile", st.Name)
 			}
 			if st.Params != space.Stock {
 				tuned++
+				// This build's source spills in the tuned variant.
+				r.Spills = []tuner.ChainSpill{{Format: st.Format, Params: st.Params, Registers: 64, SpillBytes: 12}}
 			}
 		}
-		return tuner.ChainResult{Stages: len(stages), ChainTiming: tuner.ChainTiming{MedianUS: 1100, LoUS: 1090, HiUS: 1110}}, nil
+		return r, nil
 	})
 	var out, errw bytes.Buffer
 	if err := benchMain(context.Background(), []string{"--chain", "--compile", "--formats", "q4_0", "--cache", path}, &out, &errw); err != nil {
@@ -169,6 +172,10 @@ func TestBenchChainCompile(t *testing.T) {
 	}
 	if tuned != 3*32+1 {
 		t.Errorf("%d tuned stages, want the 97 of 4096 columns", tuned)
+	}
+	const note = "q4_0 r2f0u2s2w8l1: this build's kernel spills 12 bytes at 64 registers (ptxas), a variant the tuner prunes; the rows that ran it include the spill\n"
+	if strings.Count(out.String(), note) != 1 {
+		t.Errorf("the spill is not noted once:\n%s", out.String())
 	}
 }
 

@@ -153,6 +153,9 @@ func refineToken(ctx context.Context, db *cache.DB, arch, model string, g gpu.In
 		fmt.Fprintf(stdout, refineRow, name, fmt.Sprintf("%s %dx%d", t.Variant.Format, t.Variant.Rows, t.Variant.Cols), tuned, t.Variant.Params.ID(),
 			fmt.Sprintf("%.1f", t.MedianUS), fmt.Sprintf("%.1f–%.1f", t.LoUS, t.HiUS), fmt.Sprintf("%+.2f %%%s", 100*(t.MedianUS/r.Base.MedianUS-1), verdict))
 	}
+	for _, sp := range r.First.Spills {
+		fmt.Fprintln(stdout, spillNote(sp))
+	}
 	if r.Together == nil {
 		_, err := fmt.Fprintf(stdout, "%s, refine: no alternative made the token faster beyond the intervals\n", format)
 		return err

@@ -368,7 +368,9 @@ func TestBenchChainTry(t *testing.T) {
 	var gotAlts []tuner.ChainVariant
 	swap(t, &refineFn, func(_ context.Context, _ int, _ []tuner.ChainStage, alts []tuner.ChainVariant, _ tuner.RefineOptions) (tuner.Refinement, error) {
 		gotAlts = alts
-		return tuner.Refinement{Base: tuner.ChainTiming{MedianUS: 1160}}, nil
+		// A tried variant compiled by this build spills.
+		spill := tuner.ChainSpill{Format: alts[0].Format, Params: alts[0].Params, Registers: 64, SpillBytes: 8}
+		return tuner.Refinement{Base: tuner.ChainTiming{MedianUS: 1160}, First: tuner.ChainResult{Spills: []tuner.ChainSpill{spill}}}, nil
 	})
 	var out, errw bytes.Buffer
 	args := []string{"--chain", "--refine", "--formats", "q4_0,q4_K", "--cache", path, "--try", "q4_0:28672x4096:r2f0u2s3w16g4l2a1, q4_0:4096x14336:r1f0u2s3w16l2a1"}
@@ -385,7 +387,8 @@ func TestBenchChainTry(t *testing.T) {
 		}
 	}
 	// q4_K has no try: its token does not run.
-	if !strings.Contains(out.String(), "against the variants of --try") || strings.Contains(out.String(), "q4_K, refine") {
+	if !strings.Contains(out.String(), "against the variants of --try") || strings.Contains(out.String(), "q4_K, refine") ||
+		!strings.Contains(out.String(), "q4_0 r2f0u2s3w16g4l2a1: this build's kernel spills 8 bytes at 64 registers") {
 		t.Errorf("output:\n%s", out.String())
 	}
 	for _, c := range []struct{ try, want string }{
