@@ -460,11 +460,8 @@ func Chain(ctx context.Context, ordinal int, stages []ChainStage, opts ChainOpti
 		}
 		for _, ds := range slices.Concat([][]chainDev{devs}, trialDevs) {
 			for i, st := range stages {
-				d, in := &ds[i], x
-				if src := xSource(stages, i); src >= 0 {
-					in = ds[src].y
-				}
-				if d.args, err = gpu.NewArgs(d.w, in, d.y, int32(st.Rows), int32(st.Cols)); err != nil {
+				d := &ds[i]
+				if d.args, err = gpu.NewArgs(d.w, stageX(stages, ds, i, x), d.y, int32(st.Rows), int32(st.Cols)); err != nil {
 					return err
 				}
 			}
@@ -922,8 +919,8 @@ func (c chainClocks) close() {
 }
 
 // chainDev is one stage on the device: its weights and output, the
-// kernel, its launch and its arguments (weights, the stage before's y or
-// the token's x, y, rows, cols).
+// kernel, its launch and its arguments (weights, its x (stageX), y, rows,
+// cols).
 type chainDev struct {
 	w, y   gpu.DevPtr
 	bytes  int // of w
@@ -972,21 +969,16 @@ func launchStage(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev,
 
 // captureAttribution captures the token with PDL edges before every stage
 // but the first: each stage of job run by the streaming read fn with cfg
-// over its weights, waiting first, then reading the stage's own x (x, the
-// token's, or the y of the stage before) and writing stand-in values to
-// its y, so that the stage after it reads an x in L2 as after a GEMV; the
-// others as captureChain runs them with PDL edges; and instantiates the
-// graph.
+// over its weights, waiting first, then reading the stage's own x
+// (stageX) and writing stand-in values to its y, so that the stage after
+// it reads an x in L2 as after a GEMV; the others as captureChain runs
+// them with PDL edges; and instantiates the graph.
 func captureAttribution(c *gpu.Ctx, s gpu.Stream, stages []ChainStage, devs []chainDev, job Job, fn gpu.Function, cfg gpu.LaunchConfig, out, x gpu.DevPtr) (gpu.GraphExec, error) {
 	return captureGraph(c, s, len(devs), func(i int) error {
 		if stages[i].Job() != job {
 			return launchStage(c, s, stages, devs, i, chainMode{pdl: true})
 		}
-		in := x
-		if src := xSource(stages, i); src >= 0 {
-			in = devs[src].y
-		}
-		if err := launchRead(c, s, fn, cfg, devs[i], out, in, 4*stages[i].Cols, devs[i].y, stages[i].Rows, i > 0, true, false); err != nil {
+		if err := launchRead(c, s, fn, cfg, devs[i], out, stageX(stages, devs, i, x), 4*stages[i].Cols, devs[i].y, stages[i].Rows, i > 0, true, false); err != nil {
 			return fmt.Errorf("%s as a read: %w", stages[i].Name, err)
 		}
 		return nil
@@ -1098,6 +1090,15 @@ func CheckChain(stages []ChainStage) error {
 // for the token's input x.
 func xSource(stages []ChainStage, i int) int {
 	return max(i-max(stages[i].XBack, 1), -1)
+}
+
+// stageX is the device x stage i reads: the y of its xSource in devs, or
+// the token's x.
+func stageX(stages []ChainStage, devs []chainDev, i int, x gpu.DevPtr) gpu.DevPtr {
+	if src := xSource(stages, i); src >= 0 {
+		return devs[src].y
+	}
+	return x
 }
 
 // inputLen is the length of the token's input x: the longest x of the

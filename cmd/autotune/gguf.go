@@ -321,7 +321,7 @@ func fusedJobs(path string, formats []string) (jobs []tuner.Job, notes []string,
 		return nil, nil, err
 	}
 	for _, t := range token {
-		j := tuner.Job{Format: t.format, Rows: t.shape.Rows, Cols: t.shape.Cols}
+		j := t.job()
 		switch {
 		case slices.Contains(jobs, j):
 		case slices.Contains(formats, t.format):

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gemvtune/gemvtune/space"
+	"github.com/gemvtune/gemvtune/tuner"
 )
 
 // modelPreset is the decode-time geometry of one model, copied from its
@@ -65,6 +66,12 @@ type tokenGEMV struct {
 	shape  space.Shape
 	format string // its own format (a GGUF file's tensor); "": the run's
 	xBack  int    // whose output it reads as x (tuner.ChainStage.XBack); 0: the GEMV before
+}
+
+// job is the GEMV's format and shape (its own format: set where the token
+// has one per GEMV).
+func (t tokenGEMV) job() tuner.Job {
+	return tuner.Job{Format: t.format, Rows: t.shape.Rows, Cols: t.shape.Cols}
 }
 
 // token lists one decoded token's GEMVs as an engine with fused qkv and

@@ -390,7 +390,7 @@ func tokenRecords(store *cache.DB, g localGPU, token []tokenGEMV) (recs []cache.
 	cubins = map[tuner.Job][]byte{}
 	seen := map[tuner.Job]bool{}
 	for _, t := range token {
-		j := tuner.Job{Format: t.format, Rows: t.shape.Rows, Cols: t.shape.Cols}
+		j := t.job()
 		if seen[j] {
 			continue
 		}
@@ -428,7 +428,7 @@ func recordStages(recs []cache.Record, cubins map[tuner.Job][]byte, token []toke
 	}
 	var stages []tuner.ChainStage
 	for _, t := range token {
-		rec := byJob[tuner.Job{Format: t.format, Rows: t.shape.Rows, Cols: t.shape.Cols}]
+		rec := byJob[t.job()]
 		st := tuner.ChainStage{Name: t.name, Format: rec.Format, Rows: rec.Rows, Cols: rec.Cols, Params: rec.Params,
 			PDLShared: uint32(rec.PDLShared), LaunchPDL: rec.LaunchPDL, XBack: t.xBack}
 		if !rec.Params.IsStock() {
