@@ -184,3 +184,31 @@ func TestStopped(t *testing.T) {
 		t.Errorf("got %v, want %s", got, want)
 	}
 }
+
+// TestHelpCommandsAligned: every command's description in autotune --help
+// starts in the same column, the longest name's included.
+func TestHelpCommandsAligned(t *testing.T) {
+	var b strings.Builder
+	printHelp(&b)
+	lines := map[string]string{} // the listed lines by command name
+	for _, line := range strings.Split(b.String(), "\n") {
+		if name, _, ok := strings.Cut(strings.TrimPrefix(line, "  "), " "); ok && strings.HasPrefix(line, "  ") && commands[name] != nil {
+			lines[name] = line
+		}
+	}
+	col := -1
+	for _, name := range commandNames() {
+		line, ok := lines[name]
+		if !ok {
+			t.Fatalf("%s missing from the help:\n%s", name, b.String())
+		}
+		desc := strings.Index(line, commands[name].short)
+		if desc <= len("  "+name) {
+			t.Errorf("%q: the description does not follow the name", line)
+		}
+		if col >= 0 && desc != col {
+			t.Errorf("%q: description at column %d, the others at %d", line, desc, col)
+		}
+		col = desc
+	}
+}

@@ -76,7 +76,7 @@ func dispatch(ctx context.Context, args []string) error {
 				}
 				return usagef("help: unknown command %q: accepted %s", args[1], strings.Join(commandNames(), ", "))
 			}
-			printHelp()
+			printHelp(os.Stdout)
 			return nil
 		case "version", "--version", "-version":
 			fmt.Println(versionLine())
@@ -135,6 +135,7 @@ func parseArgs(fs *flag.FlagSet, args []string, maxArgs int) (help bool, err err
 	return false, nil
 }
 
+// commandNames are the registered commands' names, sorted.
 func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
@@ -144,18 +145,20 @@ func commandNames() []string {
 	return names
 }
 
-func printHelp() {
-	printTuneHelp(os.Stdout)
-	fmt.Println()
-	fmt.Println("commands (autotune <command> --help):")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+// printHelp writes autotune's help: the tune flags, then one line per
+// command, the descriptions in one column.
+func printHelp(w io.Writer) {
+	printTuneHelp(w)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands (autotune <command> --help):")
+	names := commandNames()
+	width := 0
 	for _, n := range names {
-		fmt.Printf("  %-8s %s\n", n, commands[n].short)
+		width = max(width, len(n))
 	}
-	fmt.Println()
-	fmt.Println("exit codes: 0 ok, 1 failure, 2 usage")
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, n, commands[n].short)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "exit codes: 0 ok, 1 failure, 2 usage")
 }
