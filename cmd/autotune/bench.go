@@ -146,11 +146,14 @@ func benchMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			batch: *batch},
 			stdout, stderr)
 	}
+	gpus, err := localGPUsFn()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err) // alone: before any note on the cache or on what it will tune
+	}
 	pol, _ := gemvtune.Open(&gemvtune.Options{CachePath: *cachePath, ContinueOnCacheError: true, LookupEnv: func(string) (string, bool) { return "", false }})
 	if pol != nil && pol.CacheErr != nil {
 		fmt.Fprintf(stderr, "autotune: bench: %v: what it would hold is tuned now (not recorded)\n", pol.CacheErr)
 	}
-	gpus, _ := localGPUsFn()
 	var ds []tuner.Decision
 	var untuned []benchJob
 	for _, b := range benchPlan(pol, benchTargets(*arch, gpus), fl, sl) {

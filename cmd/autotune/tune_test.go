@@ -542,31 +542,42 @@ func buildAutotune(t *testing.T) string {
 	return bin
 }
 
-// TestBinaryNoGPU builds autotune and runs "autotune --arch sm_70" on a
-// machine without an sm_70 GPU (CI has none; this one has no driver): it
-// must fail with exit status 1 and exactly one line on stderr.
+// TestBinaryNoGPU builds autotune and runs commands that need a GPU where
+// they cannot have one: "autotune --arch sm_70" on a machine without an
+// sm_70 GPU (CI has none), and bench where no driver loads (skipped where
+// one does). Each must fail with exit status 1 and exactly one line on
+// stderr, bench's before any note on the cache it found missing.
 func TestBinaryNoGPU(t *testing.T) {
 	bin := buildAutotune(t)
-	dir := t.TempDir()
-	cmd := exec.Command(bin, "--arch", "sm_70")
-	cmd.Env = append(os.Environ(), "GEMV_TUNE_CACHE="+filepath.Join(dir, "tune.db"))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		t.Fatalf("autotune --arch sm_70 succeeded or did not run (%v); stdout:\n%s", err, stdout.String())
-	}
-	if exit.ExitCode() != 1 {
-		t.Errorf("exit status %d, want 1", exit.ExitCode())
-	}
-	lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
-	if len(lines) != 1 || !strings.HasPrefix(lines[0], "autotune: ") {
-		t.Errorf("stderr is not one line:\n%s", stderr.String())
-	}
-	t.Logf("stderr: %s", stderr.String())
-	if stdout.Len() != 0 {
-		t.Errorf("stdout not empty:\n%s", stdout.String())
+	_, probeErr := probeGPUs()
+	for _, args := range [][]string{{"--arch", "sm_70"}, {"bench"}, {"bench", "--chain"}} {
+		name := strings.Join(args, " ")
+		t.Run(name, func(t *testing.T) {
+			if args[0] == "bench" && probeErr == nil {
+				t.Skip("a driver loads here: bench would measure")
+			}
+			dir := t.TempDir()
+			cmd := exec.Command(bin, args...)
+			cmd.Env = append(os.Environ(), "GEMV_TUNE_CACHE="+filepath.Join(dir, "tune.db"))
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) {
+				t.Fatalf("autotune %s succeeded or did not run (%v); stdout:\n%s", name, err, stdout.String())
+			}
+			if exit.ExitCode() != 1 {
+				t.Errorf("exit status %d, want 1", exit.ExitCode())
+			}
+			lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "autotune: ") {
+				t.Errorf("stderr is not one line:\n%s", stderr.String())
+			}
+			t.Logf("stderr: %s", stderr.String())
+			if stdout.Len() != 0 {
+				t.Errorf("stdout not empty:\n%s", stdout.String())
+			}
+		})
 	}
 }
 
