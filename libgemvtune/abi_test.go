@@ -49,6 +49,7 @@ func tool(t *testing.T, name string) string {
 
 func build(t *testing.T) {
 	t.Helper()
+	tool(t, "go") // a GPU machine that runs prebuilt test binaries may have none
 	tool(t, "cc")
 	built.once.Do(func() {
 		dir, err := os.MkdirTemp("", "libgemvtune-test")
