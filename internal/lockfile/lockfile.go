@@ -193,8 +193,11 @@ func (l *Lock) Release() error {
 // tunes it): the first of /run/lock, /var/lock and /dev/shm that exists
 // as a folder of root's that others may create files in but not remove
 // another's (sticky), or that this process owns. "" when there is none.
-func MachineDir() string {
-	for _, d := range []string{"/run/lock", "/var/lock", "/dev/shm"} {
+func MachineDir() string { return firstLockDir([]string{"/run/lock", "/var/lock", "/dev/shm"}) }
+
+// firstLockDir is MachineDir's choice among dirs, in order.
+func firstLockDir(dirs []string) string {
+	for _, d := range dirs {
 		fi, err := os.Stat(d)
 		if err != nil || !fi.IsDir() {
 			continue

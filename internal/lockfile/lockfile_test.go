@@ -3,6 +3,7 @@ package lockfile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,6 +98,9 @@ func TestTwoProcesses(t *testing.T) {
 	if !errors.As(err, &b) || !errors.Is(err, ErrBusy) || b.PID != cmd.Process.Pid {
 		t.Fatalf("second holder: %v", err)
 	}
+	if want := fmt.Sprintf("%s is held by another autotune (pid %d)", path, cmd.Process.Pid); !strings.Contains(err.Error(), want) {
+		t.Errorf("second holder's error %q does not say %q", err, want)
+	}
 	cmd.Process.Kill()
 	cmd.Wait()
 	l, err := Acquire(context.Background(), path, 2*time.Second, nil)
@@ -145,4 +149,58 @@ func TestStalePID(t *testing.T) {
 		t.Errorf("pid 1: %s", b.Holder)
 	}
 	f.Close()
+}
+
+// TestMachineDirChoice: the per-machine lock folder is the first candidate
+// that is a folder nobody else can swap a lock file in: root's, sticky and
+// world-writable (as /run/lock), or this user's and writable by no one
+// else. A missing path, a file, and a folder of this user's that others may
+// write are passed over.
+func TestMachineDirChoice(t *testing.T) {
+	root := t.TempDir()
+	mk := func(name string, mode os.FileMode) string {
+		p := filepath.Join(root, name)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	missing := filepath.Join(root, "missing")
+	file := filepath.Join(root, "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	private := mk("private", 0o755)
+	groupWritable := mk("group", 0o775)
+	worldWritable := mk("world", 0o777)
+	sticky := mk("sticky", 0o777|os.ModeSticky)
+	type choice struct {
+		name string
+		dirs []string
+		want string
+	}
+	tests := []choice{
+		{"none", nil, ""},
+		{"missing, then a file, then ours", []string{missing, file, private}, private},
+		{"others may write, then ours", []string{groupWritable, worldWritable, private}, private},
+		{"only folders others may write", []string{groupWritable, worldWritable}, ""},
+		{"the first that qualifies", []string{private, mk("private2", 0o700)}, private},
+	}
+	if os.Getuid() == 0 {
+		// A folder of root's, sticky and world-writable, is /run/lock's kind.
+		tests = append(tests, choice{"root's sticky folder", []string{worldWritable, sticky}, sticky})
+	} else {
+		// This user's sticky world-writable folder lets others create files.
+		tests = append(tests, choice{"a sticky folder not root's", []string{sticky}, ""})
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := firstLockDir(tt.dirs); got != tt.want {
+				t.Errorf("firstLockDir(%v) = %q, want %q", tt.dirs, got, tt.want)
+			}
+		})
+	}
 }
