@@ -101,7 +101,7 @@ func TestTwoProcesses(t *testing.T) {
 	// "another autotune" where /proc names the holder's command, else
 	// "another process": either way the path and the holder's pid.
 	if msg, pid := err.Error(), fmt.Sprintf("(pid %d)", cmd.Process.Pid); !strings.Contains(msg, path+" is held by another ") || !strings.Contains(msg, pid) {
-		t.Errorf("second holder's error %q names neither the file nor %s", msg, pid)
+		t.Errorf("second holder's error %q does not name both the file and the holder %s", msg, pid)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
