@@ -108,7 +108,7 @@ func checkTries(tries []tuner.ChainVariant, tokens [][]tuner.ChainStage) error {
 		}
 		var shapes []string
 		for _, st := range all {
-			if s := fmt.Sprintf("%dx%d", st.Rows, st.Cols); st.Format == v.Format && !slices.Contains(shapes, s) {
+			if s := st.Job().Shape(); st.Format == v.Format && !slices.Contains(shapes, s) {
 				shapes = append(shapes, s)
 			}
 		}
@@ -150,7 +150,7 @@ func refineToken(ctx context.Context, db *cache.DB, arch, model string, g gpu.In
 		if t.Faster {
 			verdict = "  faster"
 		}
-		fmt.Fprintf(stdout, refineRow, name, fmt.Sprintf("%s %dx%d", t.Variant.Format, t.Variant.Rows, t.Variant.Cols), tuned, t.Variant.Params.ID(),
+		fmt.Fprintf(stdout, refineRow, name, t.Variant.Format+" "+t.Variant.Job().Shape(), tuned, t.Variant.Params.ID(),
 			fmt.Sprintf("%.1f", t.MedianUS), fmt.Sprintf("%.1f–%.1f", t.LoUS, t.HiUS), fmt.Sprintf("%+.2f %%%s", 100*(t.MedianUS/r.Base.MedianUS-1), verdict))
 	}
 	for _, sp := range r.First.Spills {
@@ -188,7 +188,7 @@ func stageOf(stages []tuner.ChainStage, v tuner.ChainVariant) (name, tuned strin
 func variantList(vs []tuner.ChainVariant) string {
 	parts := make([]string, len(vs))
 	for i, v := range vs {
-		parts[i] = fmt.Sprintf("%s %dx%d %s", v.Format, v.Rows, v.Cols, v.Params.ID())
+		parts[i] = v.Format + " " + v.Job().Shape() + " " + v.Params.ID()
 	}
 	return strings.Join(parts, ", ")
 }
