@@ -280,8 +280,7 @@ func TestGEMVKernel(t *testing.T) {
 			return err
 		}
 		defer g.free(c)
-		y, err := g.launchChecked(t, c, f)
-		if err != nil {
+		if _, err := g.launchChecked(t, c, f); err != nil {
 			return err
 		}
 
@@ -322,7 +321,8 @@ func TestGEMVKernel(t *testing.T) {
 		if per <= 0 {
 			t.Errorf("elapsed %v for %d launches", el, n)
 		}
-		if y, err = g.read(c); err != nil {
+		y, err := g.read(c)
+		if err != nil {
 			return err
 		}
 		g.check(t, y) // still right after the loop
