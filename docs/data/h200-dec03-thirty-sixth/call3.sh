@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Thirty-sixth lease, call 3: what one boundary less per layer is worth to
+# a read. probe-mlp.patch adds the read mode "reads, PDL, x, mlp": each
+# gate_up stage and the down stage after it read by one kernel (97
+# launches a token instead of 129), timed interleaved with the other
+# read modes and the GEMVs in the same run.
+export XDG_CACHE_HOME=/tmp/xdg
+nvidia-smi --query-gpu=name,uuid,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader | tee $OUT/call3-gpu.txt
+gunzip -c .gpulead/f4.db.gz > /tmp/f.db
+s=$(date +%s)
+GEMV_PROBE_MLP=1 timeout 300 .gpulead/mlp/autotune bench --chain --model llama-3-8b --formats q4_0,q4_K,q8_0,bf16 --cache /tmp/f.db > $OUT/call3-chain.txt 2>&1
+echo "chain rc $? $(( $(date +%s) - s )) s"
+grep -E "tuned, PDL |reads, PDL|of the speed" $OUT/call3-chain.txt | cut -c1-150
