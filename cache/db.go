@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -204,7 +205,11 @@ func (db *DB) run(write bool, fn func(*bolt.Tx) error) (err error) {
 	if t < 0 {
 		t = time.Nanosecond
 	}
-	bdb, err := bolt.Open(db.path, 0o644, &bolt.Options{ReadOnly: !write, Timeout: t})
+	o := &bolt.Options{ReadOnly: !write, Timeout: t}
+	if write {
+		o.OpenFile = openNoFollow
+	}
+	bdb, err := bolt.Open(db.path, 0o644, o)
 	if err != nil {
 		return db.openError(err)
 	}
@@ -215,8 +220,18 @@ func (db *DB) run(write bool, fn func(*bolt.Tx) error) (err error) {
 	return bdb.View(fn)
 }
 
+// openNoFollow opens the file a writer changes without following a
+// symbolic link at its path: a link is refused (ELOOP), so a write never
+// lands in a file the link's maker chose. Readers follow links, as a
+// mounted configuration (a Kubernetes ConfigMap) is a tree of them.
+func openNoFollow(name string, flag int, perm os.FileMode) (*os.File, error) {
+	return os.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
+}
+
 func (db *DB) openError(err error) error {
 	switch {
+	case errors.Is(err, syscall.ELOOP):
+		return fmt.Errorf("cache %s: a symbolic link: autotune writes a cache at its own path, never through a link (give --cache or GEMV_TUNE_CACHE the file it points to)", db.path)
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("cache %s: %w", db.path, ErrNotExist)
 	case errors.Is(err, berrors.ErrTimeout):

@@ -164,11 +164,17 @@ func (c *compiler) compileOne(s source, mkdir *sync.Once) ([]byte, string, error
 	return cubin, log, nil
 }
 
-// writeAtomic writes through a temporary file and a rename, so a reader
-// never sees half a file. Errors only cost a recompile later.
+// writeAtomic writes through a new temporary file (created, never opened
+// through a link someone left at a name it could guess) and a rename, so a
+// reader never sees half a file. Errors only cost a recompile later.
 func writeAtomic(path string, b []byte) {
-	tmp := path + fmt.Sprintf(".%d.tmp", os.Getpid())
-	if os.WriteFile(tmp, b, 0o644) == nil {
-		_ = os.Rename(tmp, path)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return
 	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil && cerr == nil && os.Chmod(f.Name(), 0o644) == nil && os.Rename(f.Name(), path) == nil {
+		return
+	}
+	_ = os.Remove(f.Name())
 }

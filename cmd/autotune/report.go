@@ -102,16 +102,8 @@ func reportMain(args []string, stdout, stderr io.Writer) error {
 	if *out == "-" {
 		return renderReport(stdout, page)
 	}
-	f, err := os.Create(*out)
-	if err != nil {
+	if err := writeUserFile(*out, func(w io.Writer) error { return renderReport(w, page) }); err != nil {
 		return fmt.Errorf("report: %w", err)
-	}
-	if err := renderReport(f, page); err != nil {
-		f.Close()
-		return fmt.Errorf("report: writing %s: %w", *out, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("report: writing %s: %w", *out, err)
 	}
 	fmt.Fprintf(stderr, "autotune: wrote %s (%d entries)\n", *out, len(entries))
 	return nil

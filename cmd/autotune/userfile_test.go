@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,5 +125,74 @@ func TestReadUserFileBounds(t *testing.T) {
 	}
 	if b, err := readUserFile(write("ok.json.gz", small.Bytes()), bound); err != nil || string(b) != `{"kind":"x"}` {
 		t.Errorf("small gzip: %q, %v", b, err)
+	}
+}
+
+// TestWriteUserFile: a regular file or none at the path ends up holding
+// what was written; a symbolic link, a folder or a failed write leaves
+// every file as it was, and no temporary file behind.
+func TestWriteUserFile(t *testing.T) {
+	dir := t.TempDir()
+	victim := filepath.Join(dir, "victim")
+	if err := os.WriteFile(victim, []byte("keep me"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name string, setup func(p string) error) string {
+		p := filepath.Join(dir, name)
+		if err := setup(p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tests := []struct {
+		name  string
+		path  string
+		fail  bool // the write itself fails
+		wants string
+	}{
+		{"new", filepath.Join(dir, "new.html"), false, ""},
+		{"existing", mk("old.html", func(p string) error { return os.WriteFile(p, []byte("old"), 0o644) }), false, ""},
+		{"symlink", mk("link.html", func(p string) error { return os.Symlink(victim, p) }), false, "a symbolic link"},
+		{"dangling symlink", mk("dangling.html", func(p string) error { return os.Symlink(filepath.Join(dir, "none"), p) }), false, "a symbolic link"},
+		{"folder", mk("folder.html", func(p string) error { return os.Mkdir(p, 0o755) }), false, "a folder"},
+		{"write fails", mk("kept.html", func(p string) error { return os.WriteFile(p, []byte("old"), 0o644) }), true, "writing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, _ := os.ReadFile(tt.path)
+			err := writeUserFile(tt.path, func(w io.Writer) error {
+				if _, err := io.WriteString(w, "<html>"); err != nil {
+					return err
+				}
+				if tt.fail {
+					return errors.New("disk full")
+				}
+				return nil
+			})
+			if tt.wants == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := os.ReadFile(tt.path); string(got) != "<html>" {
+					t.Errorf("file holds %q", got)
+				}
+				if fi, err := os.Stat(tt.path); err != nil || fi.Mode().Perm() != 0o644 {
+					t.Errorf("file mode %v (%v), want 0644", fi.Mode(), err)
+				}
+			} else {
+				if err == nil || !strings.Contains(err.Error(), tt.wants) || !strings.Contains(err.Error(), tt.path) {
+					t.Errorf("error %v, want one naming %s and saying %q", err, tt.path, tt.wants)
+				}
+				if after, _ := os.ReadFile(tt.path); !bytes.Equal(before, after) {
+					t.Errorf("%s changed: %q, then %q", tt.path, before, after)
+				}
+			}
+			if got, _ := os.ReadFile(victim); string(got) != "keep me" {
+				t.Errorf("the link's target holds %q", got)
+			}
+			if tmps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(tmps) > 0 {
+				t.Errorf("temporary files left: %v", tmps)
+			}
+		})
 	}
 }
