@@ -1,9 +1,7 @@
 package tuner
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,37 +183,5 @@ func TestCubinCacheRecompilesLogless(t *testing.T) {
 	}
 	if b, err := os.ReadFile(logPath); err != nil || !cachedLogUsable(string(b)) {
 		t.Errorf("the recompile did not rewrite the cached log (%v): %q", err, b)
-	}
-}
-
-// TestWriteAtomic: the file ends up whole with mode 0644 and nothing
-// temporary beside it; a folder that does not exist gets nothing.
-func TestWriteAtomic(t *testing.T) {
-	dir := t.TempDir()
-	tests := []struct {
-		name  string
-		path  string
-		wrote bool
-	}{
-		{"new", filepath.Join(dir, "a.cubin"), true},
-		{"over an old one", filepath.Join(dir, "a.cubin"), true},
-		{"no folder", filepath.Join(dir, "missing", "b.cubin"), false},
-	}
-	for i, tt := range tests {
-		want := []byte(fmt.Sprintf("cubin %d", i))
-		writeAtomic(tt.path, want)
-		got, err := os.ReadFile(tt.path)
-		if tt.wrote && (err != nil || !bytes.Equal(got, want)) {
-			t.Errorf("%s: read %q (%v), want %q", tt.name, got, err, want)
-		}
-		if !tt.wrote && err == nil {
-			t.Errorf("%s: a file appeared", tt.name)
-		}
-		if fi, err := os.Stat(tt.path); tt.wrote && (err != nil || fi.Mode().Perm() != 0o644) {
-			t.Errorf("%s: mode %v (%v), want 0644", tt.name, fi.Mode(), err)
-		}
-		if tmps, _ := filepath.Glob(filepath.Join(dir, "*.tmp")); len(tmps) > 0 {
-			t.Errorf("%s: temporary files left: %v", tt.name, tmps)
-		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +14,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/gemvtune/gemvtune/internal/atomicfile"
 	"github.com/gemvtune/gemvtune/internal/gpu"
 	"github.com/gemvtune/gemvtune/space"
 )
@@ -164,17 +166,8 @@ func (c *compiler) compileOne(s source, mkdir *sync.Once) ([]byte, string, error
 	return cubin, log, nil
 }
 
-// writeAtomic writes through a new temporary file (created, never opened
-// through a link someone left at a name it could guess) and a rename, so a
-// reader never sees half a file. Errors only cost a recompile later.
+// writeAtomic replaces path with b (atomicfile), so a reader never sees
+// half a file. Errors only cost a recompile later.
 func writeAtomic(path string, b []byte) {
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil && cerr == nil && os.Chmod(f.Name(), 0o644) == nil && os.Rename(f.Name(), path) == nil {
-		return
-	}
-	_ = os.Remove(f.Name())
+	_ = atomicfile.Write(path, func(w io.Writer) error { _, err := w.Write(b); return err })
 }

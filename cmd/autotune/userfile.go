@@ -9,8 +9,9 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"syscall"
+
+	"github.com/gemvtune/gemvtune/internal/atomicfile"
 )
 
 // maxUserFile bounds what autotune reads of a file a user hands it (import,
@@ -97,11 +98,11 @@ func readAtMost(path string, r io.Reader, max int64, verb string) ([]byte, error
 	return b, nil
 }
 
-// writeUserFile writes path whole through write: into a new file beside
-// it, renamed over path once complete, so that an interrupted write leaves
-// no half file and the old one stands. A symbolic link, a folder or any
-// other non-regular file at path is refused, not followed or replaced.
-func writeUserFile(path string, write func(io.Writer) error) (err error) {
+// writeUserFile writes path whole through write (atomicfile: a new file
+// renamed over it once complete, so an interrupted write leaves no half
+// file and the old one stands). A symbolic link, a folder or any other
+// non-regular file at path is refused, not followed or replaced.
+func writeUserFile(path string, write func(io.Writer) error) error {
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
 		what := kind(fi.Mode())
 		if fi.Mode()&fs.ModeSymlink != 0 {
@@ -109,24 +110,5 @@ func writeUserFile(path string, write func(io.Writer) error) (err error) {
 		}
 		return fmt.Errorf("%s: %s: autotune writes a regular file of its own there, never through or over anything else", path, what)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := write(tmp); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, write)
 }
